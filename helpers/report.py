@@ -1,0 +1,116 @@
+"""Facts as readable text: for the command line and for notebook cells."""
+
+from __future__ import annotations
+
+from .facts import Node, Summary
+
+
+def us(x: float | None) -> str:
+    """A duration in microseconds, in the unit that reads best."""
+    if x is None:
+        return "-"
+    if abs(x) >= 1e6:
+        return f"{x / 1e6:.2f} s"
+    if abs(x) >= 1e3:
+        return f"{x / 1e3:.2f} ms"
+    return f"{x:.1f} us"
+
+
+def nbytes(b: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if b < 1024 or unit == "GiB":
+            return f"{b:,} B" if unit == "B" else f"{b:.1f} {unit}"
+        b /= 1024
+    return str(b)
+
+
+def short(name: str, width: int = 70) -> str:
+    """Long C++ kernel names, cut to something that fits a line."""
+    return name if len(name) <= width else name[: width - 3] + "..."
+
+
+def chain_text(node: Node | None, gpu: bool = True) -> str:
+    """A dispatch chain as an indented tree, with the GPU work each launch started."""
+    if node is None:
+        return "(no annotation found)"
+    lines = []
+    for depth, n in node.walk():
+        lines.append(f"{'  ' * depth}{n.name}  [{n.group}, {us(n.dur_us)}]")
+        if gpu:
+            for g in n.gpu:
+                lines.append(f"{'  ' * (depth + 1)}-> GPU {g['kind']}: {short(g['name'], 60)}"
+                             f"  ({us(g['dur_us'])}, starts {us(g['latency_us'])} after the call)")
+    return "\n".join(lines)
+
+
+def summary_text(s: Summary, top: int = 10) -> str:
+    """The whole summary, as the command line prints it."""
+    out = [f"trace: {s.path}", f"events: {s.events:,} (parsed with {s.parser})", f"GPU: {s.device or 'none named'}"]
+    if s.steps:
+        out.append("")
+        out.append("profiler steps:")
+        out += [f"  {st.name:<18} {us(st.dur_us):>10}" for st in s.steps]
+    b = s.balance
+    out.append("")
+    out.append("CPU against GPU:")
+    out.append(f"  self CPU time      {us(b.self_cpu_us):>10}")
+    if b.verdict is None:
+        out.append("  no GPU work in this trace: no verdict")
+    else:
+        out.append(f"  GPU time           {us(b.device_us):>10}  ({b.ratio:.1%} of the CPU time)")
+        out.append(f"  GPU busy           {us(b.gpu_busy_us):>10}  of a {us(b.window_us)} window "
+                   f"({b.gpu_busy_share:.1%} busy, {b.gpu_idle_share:.1%} idle)")
+        out.append(f"  verdict            {b.verdict} (compute-bound when GPU time >= {b.threshold:.0%} of CPU time)")
+    if s.kinds:
+        out.append("")
+        out.append("GPU work by kind:")
+        for k in s.kinds:
+            out.append(f"  {k.kind:<12} {k.count:>7}  total {us(k.total_us):>10}  median {us(k.median_us):>9}")
+        out.append("")
+        out.append(f"GPU work by name (top {min(top, len(s.kernels))} of {len(s.kernels)}):")
+        for k in s.kernels[:top]:
+            r = k.resources
+            res = ""
+            if r.registers_per_thread is not None:
+                res = (f"  [{r.registers_per_thread} regs, {r.shared_memory} B smem, block {r.block}, "
+                       f"grid {r.grid}]")
+            out.append(f"  {k.count:>6} x {short(k.name, 60):<60} {k.kind:<11} median {us(k.median_us)}{res}")
+    if s.copies:
+        out.append("")
+        out.append("copies and fills:")
+        for c in s.copies:
+            out.append(f"  {c['count']:>6} x {c['name']:<32} {nbytes(c['bytes'])} in all")
+    if s.calls:
+        out.append("")
+        out.append(f"runtime and driver calls (top {min(top, len(s.calls))} of {len(s.calls)}):")
+        for c in s.calls[:top]:
+            launch = f"  (started GPU work {c.launches_gpu_work}x)" if c.launches_gpu_work else ""
+            out.append(f"  {c.count:>6} x {c.name:<48} {us(c.total_us):>10}{launch}")
+    if s.latency:
+        L = s.latency
+        out.append("")
+        out.append(f"launch to start on the GPU: median {us(L.median_us)} (min {us(L.min_us)}, max {us(L.max_us)},"
+                   f" {L.count} launches)")
+    if s.gaps:
+        out.append("")
+        out.append("annotation to its first op:")
+        for g in s.gaps[:top]:
+            out.append(f"  {g.step or '-':<18} {g.annotation:<20} {us(g.gap_us):>10} before {g.first_op}")
+    a = s.artifacts
+    if a.buffer_requests or a.closing_sync:
+        out.append("")
+        out.append("profiler artefacts:")
+        for r in a.buffer_requests:
+            out.append(f"  {r['name']} on {r['lane']}: {us(r['dur_us'])}")
+        if a.closing_sync:
+            c = a.closing_sync
+            idle = f", GPU idle {c['idle_share']:.0%} of it" if c["idle_share"] is not None else ""
+            out.append(f"  last {c['name']}: {us(c['dur_us'])}{idle}")
+    if s.compiled.any:
+        out.append("")
+        out.append("torch.compile:")
+        for k, v in s.compiled.regions.items():
+            out.append(f"  {v:>4} x {k}")
+        for h, v in s.compiled.graph_hashes.items():
+            out.append(f"  {v:>4} x CompiledFxGraph {h}")
+    return "\n".join(out)

@@ -1,0 +1,70 @@
+"""Every scenario the notebooks profile: what the recorder records, and recorded mode reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .profiling import ARTICLE, Schedule, scenario_key
+from .workload import Workload, attention, addmm, block, linear, matmul_add, mlp
+
+#: matrix sizes of notebook 02's sweep
+SWEEP_SIZES = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    workload: Workload
+    warm: bool = False
+    compile: bool = False
+    compile_mode: str | None = None
+    schedule: Schedule = ARTICLE
+    part: int = 1
+
+    @property
+    def key(self) -> str:
+        return scenario_key(self.workload, self.warm, self.compile, self.schedule, self.compile_mode)
+
+
+def _part1() -> list[Scenario]:
+    s = [
+        Scenario(matmul_add(64)),  # 01-04, 06: the article's first run
+        Scenario(matmul_add(64), warm=True),  # 03: after warm-up
+        Scenario(matmul_add(4096)),  # 02: the article's second run
+        Scenario(matmul_add(4096), warm=True),  # 02, 04, 06
+        Scenario(matmul_add(64), schedule=Schedule(0, 0, 3)),  # 03: the buffer request
+        Scenario(matmul_add(64), schedule=Schedule(0, 0, 20)),  # 03: twenty steps
+        Scenario(matmul_add(4096), warm=True, schedule=Schedule(0, 0, 20)),  # 07: variance
+        Scenario(matmul_add(64, batch=8), warm=True),  # 05: bmm
+        Scenario(matmul_add(4096), warm=True, compile=True),  # 08
+        Scenario(matmul_add(64), warm=True, compile=True),  # 08: the compile tax
+        Scenario(matmul_add(64), warm=True, compile=True, compile_mode="reduce-overhead"),  # 08: homework
+        Scenario(addmm(4096), warm=True),  # 08: addmm by hand
+    ]
+    s += [Scenario(matmul_add(n), warm=True) for n in SWEEP_SIZES if n not in (64, 4096)]  # 02: sweep
+    return s
+
+
+def _part2() -> list[Scenario]:
+    return [
+        Scenario(linear(), warm=True, part=2),
+        Scenario(linear(), warm=True, compile=True, part=2),
+        Scenario(mlp(), warm=True, part=2),
+        Scenario(mlp(), warm=True, compile=True, part=2),
+    ]
+
+
+def _part3() -> list[Scenario]:
+    variants = ("naive", "inplace", "sdpa-math", "sdpa-efficient", "sdpa-flash", "sdpa-cudnn", "sdpa-auto")
+    return [Scenario(attention(v), warm=True, part=3) for v in variants]
+
+
+def _part4() -> list[Scenario]:
+    return [Scenario(block(), warm=True, part=4), Scenario(block(), warm=True, compile=True, part=4)]
+
+
+def all_scenarios(parts: tuple[int, ...] = (1, 2, 3, 4)) -> list[Scenario]:
+    out: list[Scenario] = []
+    for part, make in ((1, _part1), (2, _part2), (3, _part3), (4, _part4)):
+        if part in parts:
+            out += make()
+    return out

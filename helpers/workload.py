@@ -1,0 +1,398 @@
+"""The workloads the series profiles, built for a device and a dtype.
+
+Part 1 of the article: ``add(matmul(x, w), b)`` on square matrices, and the
+same on a batch of them. Part 2: one ``nn.Linear`` and a GeGLU MLP. Part 3:
+attention written by hand and through ``scaled_dot_product_attention``. And a
+small transformer block for the learner's own experiments.
+
+Each workload knows its tag stem (the article's file naming), the
+``record_function`` label it runs under, and how much GPU memory it needs,
+so that a size that does not fit is refused before anything is allocated.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+DTYPE_NAMES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+class WorkloadError(RuntimeError):
+    """A workload that cannot run here (memory, dtype, backend); the message says what to do."""
+
+
+class NotEnoughMemory(WorkloadError):
+    def __init__(self, message: str, fits: "Workload | None"):
+        super().__init__(message)
+        self.fits = fits
+
+
+class BackendUnavailable(WorkloadError):
+    """An attention backend this GPU or this torch does not offer."""
+
+
+def pick_dtype(device: str, capability: tuple[int, int] | None = None) -> str:
+    """bf16 on GPUs that have it (sm_80 and newer), fp16 on older GPUs (T4), fp32 on the CPU.
+
+    ``torch.cuda.is_bf16_supported()`` says yes on a T4 because bf16 can be
+    emulated there, which is slow; the compute capability is the honest test.
+    """
+    if device == "cpu":
+        return "fp32"
+    if capability is None:
+        import torch
+
+        capability = torch.cuda.get_device_capability()
+    return "bf16" if capability >= (8, 0) else "fp16"
+
+
+def dtype_note(device: str, capability: tuple[int, int] | None) -> str | None:
+    """A sentence for the learner when the dtype differs from the article's bf16."""
+    d = pick_dtype(device, capability)
+    if d == "fp16":
+        return ("This GPU has no native bfloat16 (it needs compute capability 8.0; this one is "
+                f"{capability[0]}.{capability[1]}), so the series uses float16: same size, same kernels' shape.")
+    if d == "fp32":
+        return "On the CPU the series uses float32: the CPU has no fast bfloat16 matrix multiply."
+    return None
+
+
+def torch_dtype(name: str):
+    import torch
+
+    return getattr(torch, DTYPE_NAMES[name])
+
+
+def itemsize(name: str) -> int:
+    return 4 if name == "fp32" else 2
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One thing to profile.
+
+    ``kind`` names the builder, ``params`` its arguments, ``label`` the
+    ``record_function`` annotation each step runs under.
+    """
+
+    kind: str
+    params: tuple[tuple[str, Any], ...]
+    label: str
+    no_grad: bool = False
+    description: str = ""
+
+    @property
+    def p(self) -> dict[str, Any]:
+        return dict(self.params)
+
+    @property
+    def stem(self) -> str:
+        """The first part of the article's tag: ``64`` for a 64x64 matmul_add."""
+        p = self.p
+        if self.kind == "matmul_add":
+            return f"{p['batch']}x{p['size']}" if p.get("batch") else str(p["size"])
+        if self.kind == "addmm":
+            return f"addmm{p['size']}"
+        if self.kind == "linear":
+            return f"linear{p['batch']}x{p['in_features']}x{p['out_features']}"
+        if self.kind == "mlp":
+            return f"mlp{p['batch']}x{p['seq']}x{p['dim']}x{p['hidden']}"
+        if self.kind == "attention":
+            return f"attn-{p['variant']}{p['seq']}"
+        if self.kind == "block":
+            return f"block{p['batch']}x{p['seq']}x{p['dim']}"
+        return self.kind
+
+    def bytes_needed(self, dtype: str) -> int:
+        """A generous estimate of the GPU memory the workload allocates."""
+        p, s = self.p, itemsize(dtype)
+        if self.kind in ("matmul_add", "addmm"):
+            n = p["size"] ** 2 * (p.get("batch") or 1)
+            return 6 * n * s  # x, w, b, the product, the sum, a compile-time bias copy
+        if self.kind == "linear":
+            return (p["batch"] * (p["in_features"] + 2 * p["out_features"]) + p["in_features"] * p["out_features"]) * s
+        if self.kind == "mlp":
+            tok = p["batch"] * p["seq"]
+            return (tok * (2 * p["dim"] + 4 * p["hidden"]) + 3 * p["dim"] * p["hidden"]) * s
+        if self.kind == "attention":
+            b, h, n, d = p["batch"], p["heads"], p["seq"], p["head_dim"]
+            scores = b * h * n * n * (4 if p["variant"] == "sdpa-math" else s)
+            return 4 * b * h * n * d * s + 3 * scores + n * n * 4
+        if self.kind == "block":
+            tok = p["batch"] * p["seq"]
+            return (tok * p["dim"] * 12 + 12 * p["dim"] ** 2 + p["batch"] * p["heads"] * p["seq"] ** 2 * 2) * s
+        return 0
+
+    def smaller(self) -> "Workload | None":
+        """The same workload at half the size, or None when it cannot shrink."""
+        p = self.p
+        if self.kind in ("matmul_add", "addmm") and p["size"] > 64:
+            return _replace(self, size=p["size"] // 2)
+        if self.kind in ("mlp", "block", "linear") and p["batch"] > 1:
+            return _replace(self, batch=p["batch"] // 2)
+        if self.kind == "attention" and p["batch"] > 1:
+            return _replace(self, batch=p["batch"] // 2)
+        return None
+
+    def build(self, device: str, dtype: str) -> tuple[Callable[..., Any], tuple]:
+        """The function to call each step and its inputs, allocated on ``device``."""
+        return _BUILDERS[self.kind](device, torch_dtype(dtype), **self.p)
+
+
+def _replace(w: Workload, **changes: Any) -> Workload:
+    p = w.p
+    p.update(changes)
+    return Workload(w.kind, tuple(sorted(p.items())), w.label, w.no_grad, w.description)
+
+
+def _make(kind: str, label: str, no_grad: bool = False, description: str = "", **params: Any) -> Workload:
+    return Workload(kind, tuple(sorted(params.items())), label, no_grad, description)
+
+
+# --- Part 1 ------------------------------------------------------------------
+
+
+def matmul_add(size: int = 64, batch: int | None = None) -> Workload:
+    """``add(matmul(x, w), b)`` with (size, size) inputs, or (batch, size, size)."""
+    what = f"{batch} x " if batch else ""
+    return _make("matmul_add", "matmul_add", size=size, batch=batch,
+                 description=f"add(matmul(x, w), b) on {what}{size}x{size} matrices")
+
+
+def addmm(size: int = 4096) -> Workload:
+    """``torch.addmm(b, x, w)``: what torch.compile turns matmul + add into."""
+    return _make("addmm", "addmm", size=size, description=f"torch.addmm(b, x, w) on {size}x{size} matrices")
+
+
+def fn_matmul_add(x, w, b):
+    """The article's function: a matrix multiply, then a bias add."""
+    import torch
+
+    return torch.add(torch.matmul(x, w), b)
+
+
+def _build_matmul_add(device, dtype, size, batch=None):
+    import torch
+
+    shape = (batch, size, size) if batch else (size, size)
+    x, w, b = (torch.randn(shape, device=device, dtype=dtype) for _ in range(3))
+    return fn_matmul_add, (x, w, b)
+
+
+def _build_addmm(device, dtype, size):
+    import torch
+
+    x, w, b = (torch.randn(size, size, device=device, dtype=dtype) for _ in range(3))
+    return torch.addmm, (b, x, w)
+
+
+# --- Part 2 ------------------------------------------------------------------
+
+
+def linear(batch: int = 1024, in_features: int = 32, out_features: int = 64) -> Workload:
+    """One ``nn.Linear`` with bias: the article's Part 2 starting point."""
+    return _make("linear", "linear_fwd", no_grad=True, batch=batch, in_features=in_features,
+                 out_features=out_features,
+                 description=f"nn.Linear({in_features}, {out_features}) on a batch of {batch}")
+
+
+def mlp(batch: int = 64, seq: int = 128, dim: int = 768, hidden: int = 3072) -> Workload:
+    """A GeGLU MLP: ``down(gelu(gate(x)) * up(x))``, three Linears without bias."""
+    return _make("mlp", "mlp_fwd", no_grad=True, batch=batch, seq=seq, dim=dim, hidden=hidden,
+                 description=f"GeGLU MLP, batch {batch}, seq {seq}, dim {dim}, hidden {hidden}")
+
+
+def _build_linear(device, dtype, batch, in_features, out_features):
+    import torch
+
+    layer = torch.nn.Linear(in_features, out_features, device=device, dtype=dtype)
+    x = torch.randn(batch, in_features, device=device, dtype=dtype)
+    return layer, (x,)
+
+
+def _geglu_module(dim, hidden, device, dtype):
+    import torch
+    from torch import nn
+
+    class GeGLUMLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gate = nn.Linear(dim, hidden, bias=False, device=device, dtype=dtype)
+            self.up = nn.Linear(dim, hidden, bias=False, device=device, dtype=dtype)
+            self.down = nn.Linear(hidden, dim, bias=False, device=device, dtype=dtype)
+
+        def forward(self, x):
+            return self.down(torch.nn.functional.gelu(self.gate(x), approximate="tanh") * self.up(x))
+
+    return GeGLUMLP()
+
+
+def _build_mlp(device, dtype, batch, seq, dim, hidden):
+    import torch
+
+    model = _geglu_module(dim, hidden, device, dtype)
+    x = torch.randn(batch, seq, dim, device=device, dtype=dtype)
+    return model, (x,)
+
+
+# --- Part 3 ------------------------------------------------------------------
+
+SDPA_BACKENDS = ("math", "efficient", "flash", "cudnn")
+
+
+def attention(variant: str = "naive", batch: int = 8, heads: int = 16, seq: int = 1024,
+              head_dim: int = 64) -> Workload:
+    """Causal attention: ``naive`` (out-of-place mask), ``inplace``, or ``sdpa-<backend>``.
+
+    Backends: ``sdpa-auto``, ``sdpa-math``, ``sdpa-efficient``, ``sdpa-flash``, ``sdpa-cudnn``.
+    """
+    ok = ("naive", "inplace", "sdpa-auto") + tuple(f"sdpa-{b}" for b in SDPA_BACKENDS)
+    if variant not in ok:
+        raise ValueError(f"attention variant {variant!r}: choose one of {', '.join(ok)}")
+    label = "sdpa_fwd" if variant.startswith("sdpa") else "attn_fwd"
+    return _make("attention", label, no_grad=True, variant=variant, batch=batch, heads=heads, seq=seq,
+                 head_dim=head_dim,
+                 description=f"{variant} causal attention, batch {batch}, {heads} heads, seq {seq}, head dim {head_dim}")
+
+
+def _attention_naive(q, k, v, mask):
+    import torch
+
+    scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+    scores = scores.masked_fill(mask, float("-inf"))  # out of place: a new tensor
+    return torch.softmax(scores, dim=-1) @ v
+
+
+def _attention_inplace(q, k, v, mask):
+    import torch
+
+    scores = q @ k.transpose(-2, -1)
+    scores.div_(math.sqrt(q.shape[-1]))
+    scores.masked_fill_(mask, float("-inf"))  # in place: no copy of the scores
+    return torch.softmax(scores, dim=-1) @ v
+
+
+def sdpa_context(backend: str):
+    """A context manager that restricts SDPA to one backend (``auto``: no restriction)."""
+    import contextlib
+
+    if backend == "auto":
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    which = {"math": SDPBackend.MATH, "efficient": SDPBackend.EFFICIENT_ATTENTION,
+             "flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}[backend]
+    return sdpa_kernel([which])
+
+
+def _build_attention(device, dtype, variant, batch, heads, seq, head_dim):
+    import torch
+    import torch.nn.functional as F
+
+    q, k, v = (torch.randn(batch, heads, seq, head_dim, device=device, dtype=dtype) for _ in range(3))
+    if variant in ("naive", "inplace"):
+        mask = torch.triu(torch.ones(seq, seq, device=device, dtype=torch.bool), diagonal=1)
+        fn = _attention_naive if variant == "naive" else _attention_inplace
+        return fn, (q, k, v, mask)
+    backend = variant.split("-", 1)[1]
+
+    def sdpa(q, k, v):
+        with sdpa_context(backend):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    try:  # ask once, outside the profiler, so an unavailable backend is a clear message
+        sdpa(q[:1, :1, :64], k[:1, :1, :64], v[:1, :1, :64])
+    except RuntimeError as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise BackendUnavailable(f"SDPA backend '{backend}' is not available here: {first}") from None
+    return sdpa, (q, k, v)
+
+
+# --- a small transformer block for notebook 11 -------------------------------------
+
+
+def block(batch: int = 8, seq: int = 256, dim: int = 512, heads: int = 8, layers: int = 2) -> Workload:
+    """A few pre-norm transformer blocks in plain torch (attention + GeGLU MLP)."""
+    return _make("block", "block_fwd", no_grad=True, batch=batch, seq=seq, dim=dim, heads=heads, layers=layers,
+                 description=f"{layers} transformer blocks, batch {batch}, seq {seq}, dim {dim}, {heads} heads")
+
+
+def transformer_blocks(dim: int, heads: int, layers: int, device: str, dtype) -> Any:
+    """``layers`` pre-norm blocks: LayerNorm, causal SDPA, LayerNorm, GeGLU MLP."""
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm1 = nn.LayerNorm(dim, device=device, dtype=dtype)
+            self.qkv = nn.Linear(dim, 3 * dim, device=device, dtype=dtype)
+            self.proj = nn.Linear(dim, dim, device=device, dtype=dtype)
+            self.norm2 = nn.LayerNorm(dim, device=device, dtype=dtype)
+            self.mlp = _geglu_module(dim, 4 * dim, device, dtype)
+
+        def forward(self, x):
+            b, n, d = x.shape
+            q, k, v = self.qkv(self.norm1(x)).view(b, n, 3, heads, d // heads).permute(2, 0, 3, 1, 4)
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.proj(a.transpose(1, 2).reshape(b, n, d))
+            return x + self.mlp(self.norm2(x))
+
+    return nn.Sequential(*[Block() for _ in range(layers)])
+
+
+def _build_block(device, dtype, batch, seq, dim, heads, layers):
+    import torch
+
+    model = transformer_blocks(dim, heads, layers, device, dtype)
+    x = torch.randn(batch, seq, dim, device=device, dtype=dtype)
+    return model, (x,)
+
+
+_BUILDERS: dict[str, Callable[..., tuple[Callable[..., Any], tuple]]] = {
+    "matmul_add": _build_matmul_add,
+    "addmm": _build_addmm,
+    "linear": _build_linear,
+    "mlp": _build_mlp,
+    "attention": _build_attention,
+    "block": _build_block,
+}
+
+
+# --- memory ---------------------------------------------------------------------
+
+
+def free_gpu_bytes() -> int:
+    import torch
+
+    free, _total = torch.cuda.mem_get_info()
+    return int(free)
+
+
+def check_fits(w: Workload, dtype: str, free_bytes: int | None = None) -> None:
+    """Refuse a workload that would not fit in the GPU's free memory, naming one that does."""
+    free = free_gpu_bytes() if free_bytes is None else free_bytes
+    need = w.bytes_needed(dtype)
+    if need <= free * 0.9:
+        return
+    fits = w.smaller()
+    while fits is not None and fits.bytes_needed(dtype) > free * 0.9:
+        fits = fits.smaller()
+    hint = (f"; {fits.description} fits ({fits.bytes_needed(dtype) / 2**30:.2f} GiB)" if fits
+            else "; free some memory (restart the kernel) or use a GPU with more memory")
+    raise NotEnoughMemory(f"{w.description} in {dtype} needs about {need / 2**30:.2f} GiB of GPU memory, "
+                          f"but only {free / 2**30:.2f} GiB is free{hint}", fits)
+
+
+def fit(w: Workload, dtype: str, free_bytes: int | None = None) -> tuple[Workload, str | None]:
+    """The workload, or a smaller one that fits, with a message saying it stepped down."""
+    try:
+        check_fits(w, dtype, free_bytes)
+        return w, None
+    except NotEnoughMemory as e:
+        if e.fits is None:
+            raise
+        return e.fits, f"Stepped down: {e}. Using {e.fits.description} instead."
