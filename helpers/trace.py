@@ -92,13 +92,14 @@ def category_group(cat: str) -> str:
 
 @dataclass(frozen=True)
 class Lane:
-    """One row of the timeline: a CPU thread or a GPU stream."""
+    """One row of the timeline: a CPU thread, a GPU stream, or the profiler's own."""
 
     index: int
     pid: Any
     tid: Any
     name: str
     is_gpu: bool
+    is_profiler: bool = False  # e.g. Kineto's "Activity Buffer Request" row (pid -1)
 
     @property
     def label(self) -> str:
@@ -319,8 +320,8 @@ class Trace:
         lane_ix: dict[tuple, int] = {}
         lane_keys: list[tuple] = []
         lane_gpu: list[bool] = []
+        lane_cpu: list[bool] = []  # has events that are not the profiler's overhead
         lane_names: dict[tuple, str] = {}
-        proc_names: dict[Any, str] = {}
         open_b: dict[tuple, list[tuple[int, Any]]] = {}
         names, cats = self.names, self.cats
         a_name, a_cat, a_ts, a_dur, a_lane, a_corr = self.name, self.cat, self.ts, self.dur, self.lane, self.corr
@@ -337,11 +338,8 @@ class Trace:
                     pass
                 elif ph == "M":
                     a = e.get("args")
-                    if isinstance(a, dict) and isinstance(a.get("name"), str):
-                        if e.get("name") == "thread_name":
-                            lane_names[(e.get("pid"), e.get("tid"))] = a["name"]
-                        elif e.get("name") == "process_name":
-                            proc_names[e.get("pid")] = a["name"]
+                    if isinstance(a, dict) and isinstance(a.get("name"), str) and e.get("name") == "thread_name":
+                        lane_names[(e.get("pid"), e.get("tid"))] = a["name"]
                     continue
                 elif isinstance(ph, str):
                     continue  # instants, flows, counters: not needed here
@@ -390,8 +388,11 @@ class Trace:
                     li = lane_ix[key] = len(lane_keys)
                     lane_keys.append(key)
                     lane_gpu.append(False)
+                    lane_cpu.append(False)
                 if group in GPU_GROUPS:
                     lane_gpu[li] = True
+                elif group != OVERHEAD:
+                    lane_cpu[li] = True
                 args = e.get("args")
                 corr = -1
                 if args is not None:
@@ -414,10 +415,12 @@ class Trace:
             raise TraceError(f"{path}: the trace holds no timed events (only metadata)")
         for li, key in enumerate(lane_keys):
             name = lane_names.get(key) or ""
+            profiler = not lane_gpu[li] and not lane_cpu[li]
             if lane_gpu[li]:
-                proc = proc_names.get(key[0], "")
-                name = f"{proc or 'GPU ' + str(key[0])} stream {key[1]}"
-            self.lanes.append(Lane(li, key[0], key[1], name, lane_gpu[li]))
+                name = f"GPU {key[0]} stream {key[1]}"
+            elif profiler:
+                name = "profiler overhead"
+            self.lanes.append(Lane(li, key[0], key[1], name, lane_gpu[li], profiler))
         self.t0 = t0 = min(a_ts)
         self.ts = array("d", [t - t0 for t in a_ts])
 
@@ -512,7 +515,8 @@ class Trace:
         parent = array("l", [-1]) * n
         children: dict[int, list[int]] = {}
         ts, dur, lane = self.ts, self.dur, self.lane
-        cpu = [i for i in range(n) if not self.lanes[lane[i]].is_gpu]
+        on_cpu = [not (ln.is_gpu or ln.is_profiler) for ln in self.lanes]
+        cpu = [i for i in range(n) if on_cpu[lane[i]]]
         # Outer events first when two start together: longer first.
         cpu.sort(key=lambda i: (lane[i], ts[i], -dur[i]))
         stack: list[int] = []

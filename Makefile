@@ -1,0 +1,44 @@
+# The README's two commands:
+#   make lab    set up (first time only) and open the series in JupyterLab
+#   make test   set up (first time only) and run every test, notebooks included
+# Both work on a fresh machine with no GPU. Other targets are for maintainers.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+# Installed only when the environment has no torch yet: a torch that is
+# already there (a conda env, a GPU machine's own build) is left alone.
+TORCH  ?= torch==2.13.0
+PORT   ?= 8888
+STAMP  := $(VENV)/.installed
+
+.PHONY: lab test test-unit test-notebooks test-browser preflight bench record refresh-notebooks clean
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv --system-site-packages $(VENV)
+	@$(PY) -m pip install -q --disable-pip-version-check --upgrade pip 2>&1 | grep -v 'is ignored' || true
+	@$(PY) -c "import torch" 2>/dev/null || { echo "installing $(TORCH)"; \
+	  $(PY) -m pip install -q --disable-pip-version-check "$(TORCH)" 2>&1 | grep -v 'is ignored' || true; }
+	@$(PY) -m pip install -q --disable-pip-version-check -e ".[notebooks,test]" 2>&1 | grep -v 'is ignored' || true
+	@$(PY) -c "import torch, jupyterlab, ipywidgets, matplotlib, nbval, helpers" \
+	  || { echo "set-up failed: see the pip output above"; exit 1; }
+	@touch $@
+
+lab: $(STAMP)
+	cd notebooks && ../$(VENV)/bin/jupyter lab --port=$(PORT) 00_before_we_start.ipynb
+
+# Recorded mode and default answers: what CI checks, the same on every machine.
+test: $(STAMP)
+	$(MAKE) --no-print-directory test-unit test-notebooks
+
+test-unit: $(STAMP)
+	PROFILING_MODE=recorded PROFILING_HEADLESS=1 $(PY) -m pytest -q tests
+
+test-notebooks: $(STAMP)
+	@mkdir -p .cache && rm -f .cache/journal-test.json
+	PROFILING_MODE=recorded PROFILING_HEADLESS=1 PROFILING_JOURNAL=$(CURDIR)/.cache/journal-test.json \
+	  $(PY) -m pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env \
+	  --nbval-sanitize-with notebooks/sanitize.cfg notebooks
+
+clean:
+	rm -rf $(VENV) .cache traces/runs
