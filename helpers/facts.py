@@ -530,7 +530,7 @@ def theoretical_occupancy(registers_per_thread: int, shared_memory: int, threads
     """
     try:
         regs_sm = int(device["regsPerMultiprocessor"])
-        threads_sm = int(device["maxThreadsPerMultiProcessor"])
+        threads_sm = int(device.get("maxThreadsPerMultiprocessor") or device["maxThreadsPerMultiProcessor"])
         smem_sm = int(device["sharedMemPerMultiprocessor"])
         major = int(device.get("computeMajor", 8))
         warp = int(device.get("warpSize", 32))

@@ -1,0 +1,106 @@
+"""The trace reader on real traces: every column checked against the raw JSON."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections import Counter
+
+import pytest
+
+from conftest import raw_events
+from helpers.trace import CPU_OP, DRIVER, KERNEL, RUNTIME, read_trace
+
+
+def timed(events):
+    return [e for e in events if e.get("ph") == "X"]
+
+
+@pytest.mark.parametrize("tag", ["64_bf16_cold_eager", "4096_bf16_warm_eager", "4096_bf16_warm_compile",
+                                 "attn-sdpa-flash1024_bf16_warm_eager"])
+def test_columns_match_the_json(h200, tag):
+    path = h200 / f"{tag}.json"
+    raw = timed(raw_events(path))
+    t = read_trace(path)
+    assert len(t) == len(raw)
+    t0 = min(e["ts"] for e in raw)
+    # Same events, same order, same numbers.
+    for i, e in enumerate(raw):
+        assert t.name_of(i) == e["name"]
+        assert t.cats[t.cat[i]] == e.get("cat", "")
+        assert t.ts[i] == pytest.approx(e["ts"] - t0, abs=1e-3)
+        assert t.dur[i] == pytest.approx(e["dur"])
+        lane = t.lanes[t.lane[i]]
+        assert (lane.pid, lane.tid) == (e["pid"], e["tid"])
+        c = e.get("args", {}).get("correlation")
+        assert (t.corr[i] if t.corr[i] >= 0 else None) == c
+    assert t.t0 == t0
+    assert t.device_name == "NVIDIA H200"
+    assert t.base_time_ns == json.loads(path.read_bytes())["baseTimeNanoseconds"]
+
+
+def test_lanes_split_cpu_threads_from_gpu_streams(h200):
+    t = read_trace(h200 / "4096_bf16_warm_eager.json")
+    gpu = [ln for ln in t.lanes if ln.is_gpu]
+    cpu = [ln for ln in t.lanes if not ln.is_gpu and not ln.is_profiler]
+    assert gpu and cpu
+    for i in range(len(t)):
+        assert t.is_gpu(i) == (t.group_of(i) in (KERNEL, "memcpy", "memset", "gpu_annotation"))
+
+
+def test_nesting_follows_the_dispatch_chain(h200):
+    t = read_trace(h200 / "64_bf16_cold_eager.json")
+    for mm in t.indices((CPU_OP,), name="aten::mm"):
+        chain = [t.name_of(p) for p in t.ancestors(mm)]
+        assert chain[:2] == ["aten::matmul", "matmul_add"]
+        assert chain[2].startswith("ProfilerStep#")
+        assert mm in t.children(t.parent(mm))
+        # each event lies inside its parent
+        p = t.parent(mm)
+        assert t.ts[p] <= t.ts[mm] and t.end_of(mm) <= t.end_of(p) + 1e-3
+
+
+def test_each_launch_links_to_the_kernel_it_started(h200):
+    path = h200 / "4096_bf16_warm_eager.json"
+    raw = timed(raw_events(path))
+    by_corr = {}
+    for e in raw:
+        if e["cat"] in ("kernel", "gpu_memset", "gpu_memcpy"):
+            by_corr[e["args"]["correlation"]] = e["name"]
+    t = read_trace(path)
+    launches = [i for i in t.indices((RUNTIME, DRIVER)) if t.gpu_work_of(i)]
+    assert len(launches) == len(by_corr)
+    for i in launches:
+        (j,) = t.gpu_work_of(i)
+        assert t.name_of(j) == by_corr[t.corr[i]]
+        assert t.launch_of(j) == i
+        assert t.ts[j] >= t.ts[i]  # the GPU starts after the CPU asked
+
+
+def test_old_traces_with_absolute_timestamps(external):
+    path = external / "hta_call_stack_backward_thread.json"
+    raw = timed(raw_events(path))
+    t = read_trace(path)
+    assert t.base_time_ns is None
+    assert t.t0 == min(e["ts"] for e in raw) > 1e15  # absolute microseconds
+    assert min(t.ts) == 0
+    assert max(t.ts) == max(e["ts"] for e in raw) - t.t0
+
+
+def test_gzip_and_plain_give_the_same_trace(h200, tmp_path):
+    src = h200 / "4096_bf16_warm_compile.json"
+    gz = tmp_path / "same.json.gz"
+    gz.write_bytes(gzip.compress(src.read_bytes()))
+    a, b = read_trace(src), read_trace(gz)
+    assert list(a.ts) == list(b.ts) and list(a.dur) == list(b.dur)
+    assert [a.name_of(i) for i in range(len(a))] == [b.name_of(i) for i in range(len(b))]
+
+
+def test_event_view(h200):
+    t = read_trace(h200 / "4096_bf16_warm_eager.json")
+    gemm = [e for e in t.events((KERNEL,)) if "nvjet" in e.name]
+    assert len(gemm) == 3
+    e = gemm[0]
+    assert e.is_gpu and e.end == e.start + e.dur
+    assert e.args["registers per thread"] > 0
+    assert Counter(x.group for x in t.events()) == Counter(t.group_of(i) for i in range(len(t)))
