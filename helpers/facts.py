@@ -627,3 +627,59 @@ def summarize(trace: Trace) -> Summary:
         artifacts=artifacts(trace),
         compiled=compiled(trace),
     )
+
+
+# --- per step and per op ---------------------------------------------------------------
+
+
+def gpu_work_per_step(trace: Trace) -> list[tuple[str, dict[str, int]]]:
+    """For each recorded step: the GPU work its CPU side launched, counted by kind."""
+    st = steps(trace)
+    starts = [s.start_us for s in st]
+    out: list[tuple[str, Counter]] = [(s.name, Counter()) for s in st]
+    for j in gpu_work(trace):
+        i = trace.launch_of(j)
+        if i < 0:
+            continue
+        k = bisect.bisect_right(starts, trace.ts[i]) - 1
+        if k >= 0 and trace.ts[i] <= st[k].start_us + st[k].dur_us:
+            out[k][1][kind_of(trace, j)] += 1
+    return [(name, {kind: c[kind] for kind in kk.KINDS if c.get(kind)}) for name, c in out]
+
+
+@dataclass
+class OpTime:
+    name: str
+    calls: int
+    self_us: float  # time inside the op, minus the time of what it called
+    total_us: float  # time inside the op, everything it called included
+
+
+def op_times(trace: Trace, name: str) -> OpTime:
+    """The profiler table's row for one name: calls, Self CPU and CPU total, from the trace."""
+    calls = self_t = total = 0.0
+    for i in trace.indices(CPU_GROUPS, name=name):
+        if trace.is_gpu(i):
+            continue
+        calls += 1
+        total += trace.dur[i]
+        self_t += trace.dur[i] - sum(trace.dur[c] for c in trace.children(i))
+    return OpTime(name, int(calls), self_t, total)
+
+
+def per_call_us(trace: Trace, annotation: str) -> float | None:
+    """Average wall time of one call of a ``record_function`` annotation on the CPU."""
+    d = [trace.dur[i] for i in trace.indices((ANNOTATION,), name=annotation) if not trace.is_gpu(i)]
+    return sum(d) / len(d) if d else None
+
+
+def gpu_time_per_call(trace: Trace, annotation: str) -> float | None:
+    """GPU time (kernels, copies, fills) launched from inside one call, averaged over calls."""
+    calls = [i for i in trace.indices((ANNOTATION,), name=annotation) if not trace.is_gpu(i)]
+    if not calls:
+        return None
+    total = 0.0
+    for a in calls:
+        for d in trace.descendants(a):
+            total += sum(trace.dur[j] for j in trace.gpu_work_of(d))
+    return total / len(calls)

@@ -44,7 +44,7 @@ _RULES: list[tuple[str, re.Pattern]] = [
     (GEMM, re.compile(
         r"gemm|nvjet|cutlass|cublas|xmma|s16816|s1688|h1688|h884|hmma|wgmma|^Cijk_|matmul|"
         r"implicit_?gemm|convolve|conv\dd|conv_|_conv|winograd|dgrad|wgrad|fprop|_bmm|bmm_", re.I)),
-    (FILL, re.compile(r"fill|memset|zero_", re.I)),
+    (FILL, re.compile(r"(?<!masked_)fill|memset|zero_", re.I)),
     (COPY, re.compile(r"copy|transpose|memcpy|CatArray|permute", re.I)),
     (REDUCTION, re.compile(r"reduce|softmax|layer_?norm|batch_?norm|group_?norm|rms_?norm|norm_kernel|bn_fw|bn_bw|_sum|sum_|mean|argmax|argmin|cub::.*Reduce|scan", re.I)),
     (ELEMENTWISE, re.compile(

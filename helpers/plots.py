@@ -1,0 +1,280 @@
+"""Pictures of traces, drawn with matplotlib from the facts.
+
+Each function returns the matplotlib Figure (the notebook shows it). They
+read :mod:`helpers.trace` and :mod:`helpers.facts`; nothing there knows
+about them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+from . import facts
+from . import kernel_kinds as kk
+from .trace import ANNOTATION, CPU_OP, DRIVER, RUNTIME, Trace, lane_spans
+
+GROUP_COLORS = {ANNOTATION: "#9ecae1", CPU_OP: "#74c476", RUNTIME: "#fd8d3c", DRIVER: "#e6550d"}
+KIND_COLORS = {
+    kk.GEMM: "#3182bd", kk.ATTENTION: "#6a51a3", kk.TRITON: "#e7298a", kk.COLLECTIVE: "#8c6d31",
+    kk.ELEMENTWISE: "#31a354", kk.REDUCTION: "#756bb1", kk.COPY: "#d6616b", kk.FILL: "#bdbdbd",
+    kk.OTHER: "#636363",
+}
+
+
+def _plt():
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _scale(span_us: float) -> tuple[float, str]:
+    return (1e3, "ms") if span_us > 5e3 else (1.0, "us")
+
+
+def _main_thread(trace: Trace) -> int:
+    """The CPU lane that holds the profiler steps (or the busiest CPU lane)."""
+    st = trace.indices(prefix="ProfilerStep#")
+    cpu_st = [i for i in st if not trace.is_gpu(i)]
+    if cpu_st:
+        return trace.lane[cpu_st[0]]
+    counts: dict[int, int] = {}
+    for i in range(len(trace)):
+        ln = trace.lanes[trace.lane[i]]
+        if not ln.is_gpu and not ln.is_profiler:
+            counts[ln.index] = counts.get(ln.index, 0) + 1
+    return max(counts, key=counts.get) if counts else -1
+
+
+def step_window(trace: Trace, first: int = 0, count: int | None = None) -> tuple[float, float]:
+    """From the start of recorded step ``first`` to the end of the GPU work its last step launched."""
+    st = facts.steps(trace)
+    if not st:
+        return facts.window(trace)
+    chosen = st[first: first + count if count else None] or st
+    lo = chosen[0].start_us
+    hi = chosen[-1].start_us + chosen[-1].dur_us
+    for j in facts.gpu_work(trace):
+        i = trace.launch_of(j)
+        if i >= 0 and lo <= trace.ts[i] <= hi:
+            hi = max(hi, trace.end_of(j))
+    return lo, hi
+
+
+def timeline(trace: Trace, window: tuple[float, float] | None = None, *, arrows: bool = True,
+             max_depth: int = 7, title: str | None = None, label_min: float = 0.06, ax=None):
+    """CPU lane with its nesting, GPU lane(s), launch-to-kernel arrows, idle GPU time shaded."""
+    plt = _plt()
+    lo, hi = window or step_window(trace)
+    span = max(hi - lo, 1e-9)
+    k, unit = _scale(span)
+    main = _main_thread(trace)
+    cpu = [i for i in range(len(trace)) if trace.lane[i] == main and trace.end_of(i) >= lo and trace.ts[i] <= hi
+           and trace.group_of(i) in GROUP_COLORS]
+    depth = {i: len(trace.ancestors(i)) for i in cpu}
+    cpu = [i for i in cpu if depth[i] < max_depth]
+    rows = max(depth.values(), default=-1) + 1
+    rows = min(rows, max_depth)
+    gpu_lanes = sorted({trace.lane[j] for j in facts.gpu_work(trace)})
+    work = [j for j in facts.gpu_work(trace) if trace.end_of(j) >= lo and trace.ts[j] <= hi]
+    gpu_row = {ln: rows + 1 + n for n, ln in enumerate(gpu_lanes)}
+    total_rows = rows + 1 + len(gpu_lanes)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(12, 0.45 * total_rows + 1.6))
+    else:
+        fig = ax.figure
+
+    def x(t: float) -> float:
+        return (t - lo) / k
+
+    for i in cpu:
+        y = depth[i]
+        ax.broken_barh([(x(trace.ts[i]), trace.dur[i] / k)], (y - 0.4, 0.8),
+                       facecolors=GROUP_COLORS[trace.group_of(i)], edgecolors="white", linewidth=0.5)
+        if trace.dur[i] / span > label_min:
+            name = trace.name_of(i)
+            ax.text(x(trace.ts[i]) + 0.004 * span / k, y, name if len(name) < 40 else name[:37] + "...",
+                    va="center", ha="left", fontsize=7, clip_on=True)
+    for ln in gpu_lanes:
+        y = gpu_row[ln]
+        mine = [j for j in work if trace.lane[j] == ln]
+        for s, e in _gaps(lane_spans(trace, mine), lo, hi):
+            ax.broken_barh([(x(s), (e - s) / k)], (y - 0.45, 0.9), facecolors="#fde0dd", hatch="///",
+                           edgecolors="#fbb4ae", linewidth=0)
+        for j in mine:
+            kind = facts.kind_of(trace, j)
+            ax.broken_barh([(x(trace.ts[j]), max(trace.dur[j], span * 0.002) / k)], (y - 0.4, 0.8),
+                           facecolors=KIND_COLORS.get(kind, "#636363"), edgecolors="black", linewidth=0.3)
+    if arrows:
+        for j in work:
+            i = trace.launch_of(j)
+            if i >= 0 and i in depth and depth[i] < max_depth:
+                ax.annotate("", xy=(x(trace.ts[j]), gpu_row[trace.lane[j]] - 0.4),
+                            xytext=(x(trace.ts[i]), depth[i] + 0.4),
+                            arrowprops=dict(arrowstyle="->", color="#555", lw=0.7, shrinkA=0, shrinkB=0))
+    ax.set_ylim(total_rows - 0.4, -0.6)
+    ax.set_xlim(0, span / k)
+    ticks = list(range(rows)) + [gpu_row[ln] for ln in gpu_lanes]
+    labels = [f"CPU depth {d}" for d in range(rows)] + [trace.lanes[ln].label for ln in gpu_lanes]
+    ax.set_yticks(ticks)
+    ax.set_yticklabels(labels, fontsize=8)
+    ax.set_xlabel(f"time ({unit}) from the start of the window")
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color=c, label=g) for g, c in GROUP_COLORS.items()]
+    kinds = sorted({facts.kind_of(trace, j) for j in work}, key=kk.KINDS.index)
+    handles += [Patch(color=KIND_COLORS[kd], label=f"GPU {kd}") for kd in kinds]
+    if gpu_lanes:
+        handles.append(Patch(facecolor="#fde0dd", edgecolor="#fbb4ae", hatch="///", label="GPU idle"))
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.18 - 0.02 * (8 / total_rows)),
+              ncol=min(len(handles), 6), fontsize=7, frameon=False)
+    ax.set_title(title or trace.path.name, fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def _gaps(spans: list[tuple[float, float]], lo: float, hi: float) -> list[tuple[float, float]]:
+    out, cur = [], lo
+    for s, e in spans:
+        if s > cur:
+            out.append((cur, min(s, hi)))
+        cur = max(cur, e)
+        if cur >= hi:
+            break
+    if cur < hi:
+        out.append((cur, hi))
+    return [(s, e) for s, e in out if e > s]
+
+
+def sweep(sizes: Sequence[int], cpu_us: Sequence[float], gpu_us: Sequence[float], *,
+          threshold: float = facts.COMPUTE_BOUND_RATIO, title: str = "", ax=None):
+    """Self CPU time and GPU time against matrix size, with the crossover marked."""
+    plt = _plt()
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(8, 4.2))
+    else:
+        fig = ax.figure
+    ax.plot(sizes, cpu_us, "o-", color="#e6550d", label="self CPU time")
+    ax.plot(sizes, gpu_us, "s-", color="#3182bd", label="GPU time (kernels)")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(list(sizes))
+    ax.set_xticklabels([str(s) for s in sizes])
+    ax.set_xlabel("matrix size n (n x n)")
+    ax.set_ylabel("time over the recorded steps (us)")
+    cross = crossover(sizes, cpu_us, gpu_us, threshold)
+    if cross is not None:
+        ax.axvline(cross, color="#555", ls="--", lw=1)
+        ax.text(cross, ax.get_ylim()[1], f" compute-bound from about n={cross:.0f}", va="top", fontsize=8)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, which="both")
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def crossover(sizes: Sequence[int], cpu_us: Sequence[float], gpu_us: Sequence[float],
+              threshold: float = facts.COMPUTE_BOUND_RATIO) -> float | None:
+    """The size where GPU time reaches ``threshold`` of CPU time (log-interpolated), or None."""
+    r = [g / c if c else math.inf for g, c in zip(gpu_us, cpu_us)]
+    for n in range(1, len(sizes)):
+        if r[n - 1] < threshold <= r[n]:
+            a, b = math.log(r[n - 1]), math.log(r[n])
+            f = (math.log(threshold) - a) / (b - a) if b != a else 0.0
+            return 2 ** (math.log2(sizes[n - 1]) + f * (math.log2(sizes[n]) - math.log2(sizes[n - 1])))
+    return sizes[0] if r and r[0] >= threshold else None
+
+
+def distribution(durations_us: Sequence[float], *, title: str = "", unit_label: str = "kernel duration (us)",
+                 ax=None):
+    """Each duration as a dot in run order, plus a histogram, with mean and median lines."""
+    plt = _plt()
+    import statistics
+
+    if ax is None:
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.6), gridspec_kw={"width_ratios": [2, 1]})
+    else:
+        fig, a1, a2 = ax.figure, ax, None
+    mean, med = statistics.fmean(durations_us), statistics.median(durations_us)
+    a1.plot(range(len(durations_us)), durations_us, "o-", color="#3182bd", ms=4, lw=0.8)
+    a1.axhline(mean, color="#e6550d", lw=1.2, label=f"mean {mean:.1f}")
+    a1.axhline(med, color="#31a354", lw=1.2, ls="--", label=f"median {med:.1f}")
+    a1.set_xlabel("run (in trace order)")
+    a1.set_ylabel(unit_label)
+    a1.legend(fontsize=8)
+    a1.grid(alpha=0.3)
+    if a2 is not None:
+        a2.hist(durations_us, bins=min(20, max(5, len(durations_us) // 2)), color="#9ecae1", edgecolor="#3182bd",
+                orientation="horizontal")
+        a2.axhline(mean, color="#e6550d", lw=1.2)
+        a2.axhline(med, color="#31a354", lw=1.2, ls="--")
+        a2.set_xlabel("count")
+        a2.set_ylim(a1.get_ylim())
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def resources(kernels: Sequence[tuple[str, facts.Resources]], device: dict, *, title: str = ""):
+    """Each kernel's registers, shared memory, block size and blocks per SM, next to the GPU's limits."""
+    plt = _plt()
+    limits = [
+        ("registers per thread", lambda r: r.registers_per_thread, 255),
+        ("shared memory per block (KiB)", lambda r: (r.shared_memory or 0) / 1024,
+         (device.get("sharedMemPerBlockOptin") or device.get("sharedMemPerBlock") or 0) / 1024),
+        ("threads per block", lambda r: r.threads_per_block, device.get("maxThreadsPerBlock", 1024)),
+        ("blocks per SM (theoretical)", lambda r: _blocks(r, device), _max_blocks(device)),
+    ]
+    fig, axes = plt.subplots(1, len(limits), figsize=(13, 0.55 * len(kernels) + 1.8), sharey=True)
+    labels = [k for k, _ in kernels]
+    for ax, (name, get, limit) in zip(axes, limits):
+        vals = [get(r) or 0 for _, r in kernels]
+        ax.barh(range(len(kernels)), vals, color="#3182bd")
+        if limit:
+            ax.axvline(limit, color="#b00", ls="--", lw=1)
+            ax.text(limit, len(kernels) - 0.55, f"limit {limit:.0f} ", color="#b00", fontsize=7, ha="right",
+                    va="bottom")
+        for n, v in enumerate(vals):
+            ax.text(v, n, f" {v:.0f}" if v >= 10 else f" {v:.2g}", va="center", fontsize=7)
+        ax.set_title(name, fontsize=8)
+        ax.set_xlim(0, max([limit or 0] + vals) * 1.25 or 1)
+    axes[0].set_yticks(range(len(kernels)))
+    axes[0].set_yticklabels(labels, fontsize=8)
+    axes[0].invert_yaxis()
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def _blocks(r: facts.Resources, device: dict) -> int | None:
+    if not (r.registers_per_thread and r.threads_per_block):
+        return None
+    occ = facts.theoretical_occupancy(r.registers_per_thread, r.shared_memory or 0, r.threads_per_block, device)
+    return occ.blocks_per_sm if occ else None
+
+
+def _max_blocks(device: dict) -> int:
+    return int(device.get("maxBlocksPerMultiProcessor") or (16 if int(device.get("computeMajor", 8)) < 8 else 32))
+
+
+def bars(labels: Sequence[str], series: dict[str, Sequence[float]], *, ylabel: str = "", title: str = "",
+         log: bool = False):
+    """Grouped bars: one group per label, one bar per series."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(labels) + 2), 3.8))
+    n = len(series)
+    width = 0.8 / max(n, 1)
+    for s, (name, vals) in enumerate(series.items()):
+        xs = [i + (s - (n - 1) / 2) * width for i in range(len(labels))]
+        ax.bar(xs, vals, width, label=name)
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels, fontsize=8, rotation=15)
+    if log:
+        ax.set_yscale("log")
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,54 @@
+"""Small display helpers for notebook cells: the banner, text with numbers, tables, Perfetto."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from . import env as _env
+from . import perfetto as _perfetto
+from .workload import dtype_note
+
+
+def _display_html(text: str) -> None:
+    from IPython.display import HTML, display
+
+    display(HTML(text))
+
+
+def banner() -> _env.Environment:
+    """Show the one-line mode banner; returns the environment for later cells."""
+    e = _env.environment()
+    color = "#1a7f37" if e.live else "#8250df"
+    note = dtype_note("cuda", e.capability) if e.live else None
+    extra = f"<br><span style='color:#555'>{html.escape(note)}</span>" if note else ""
+    _display_html(f"<div style='border:1px solid {color};border-left:6px solid {color};padding:6px 10px'>"
+                  f"{html.escape(e.banner())}{extra}</div>")
+    return e
+
+
+def md(text: str) -> None:
+    """Markdown, for reveals whose numbers come from the trace just read."""
+    from IPython.display import Markdown, display
+
+    display(Markdown(text))
+
+
+def table(rows: Iterable[Sequence[Any]], headers: Sequence[str]) -> None:
+    """A plain HTML table (also readable as text in a headless run)."""
+    rows = [list(r) for r in rows]
+    head = "".join(f"<th style='text-align:left'>{html.escape(str(h))}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td style='text-align:left'>{html.escape(str(c))}</td>" for c in r) + "</tr>"
+                   for r in rows)
+    _display_html(f"<table><tr>{head}</tr>{body}</table>")
+
+
+def pre(text: str) -> None:
+    """Monospaced text (profiler tables, dispatch chains)."""
+    _display_html(f"<pre style='font-size:85%;line-height:1.25'>{html.escape(text)}</pre>")
+
+
+def perfetto(path: str | Path, title: str | None = None) -> None:
+    """A button that opens the trace in ui.perfetto.dev, and its path for drag and drop."""
+    _display_html(_perfetto.button_html(path, title))

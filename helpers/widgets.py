@@ -1,0 +1,151 @@
+"""Predict, then reveal: the widgets that ask before the trace answers.
+
+:func:`ask` shows a question with choices (or a box for a number), and a
+button. Clicking it locks the answer, writes it to the journal, and only then
+calls the reveal: a plain function that takes the answer, shows what the
+trace says, and returns whether the prediction held. In a headless run
+(``PROFILING_HEADLESS=1``: nbval, CI, the pre-flight check) there is nobody
+to click, so the cell calls the reveal directly with a default answer and
+every reveal still executes.
+
+Only core widgets that exist in ipywidgets 7.7 and 8 are used, so the same
+cells work in JupyterLab and on Colab.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import Any, Callable
+
+from . import journal
+from .env import headless
+
+Reveal = Callable[[Any], "bool | None"]
+
+
+def _display(obj: Any) -> None:
+    from IPython.display import display
+
+    display(obj)
+
+
+def _html(text: str):
+    from IPython.display import HTML
+
+    return HTML(text)
+
+
+def _can_show_widgets() -> bool:
+    try:
+        from IPython import get_ipython
+
+        ip = get_ipython()
+        return ip is not None and getattr(ip, "kernel", None) is not None
+    except ImportError:
+        return False
+
+
+def parse_number(text: str) -> float | None:
+    """A number the learner typed ('150', '1,200', '2.5e3', '40%'), or None."""
+    t = str(text).strip().replace(",", "").replace("_", "").rstrip("%").strip()
+    try:
+        v = float(t)
+    except ValueError:
+        return None
+    return v if math.isfinite(v) else None
+
+
+def within(answer: float | None, actual: float, factor: float = 2.0) -> bool:
+    """A numeric prediction holds when it is within ``factor`` of the trace's value."""
+    if answer is None or answer <= 0 or actual <= 0:
+        return answer == actual
+    return 1 / factor <= answer / actual <= factor
+
+
+def ask(qid: str, prompt: str, *, reveal: Reveal, default: Any, choices: list[str] | None = None,
+        unit: str | None = None) -> None:
+    """Ask one prediction, then reveal.
+
+    ``qid`` is ``"<notebook>.<name>"`` (``"02.gpu-share"``); ``choices`` makes
+    it multiple choice, otherwise the learner types a number in ``unit``.
+    ``default`` is the answer a headless run gives.
+    """
+    if choices is not None and default not in choices:
+        raise ValueError(f"{qid}: the default answer {default!r} is not one of the choices")
+    if headless() or not _can_show_widgets():
+        _display(_html(f"<p><b>Predict:</b> {html.escape(prompt)}<br>"
+                       f"<i>Headless run: answering {html.escape(str(default))}"
+                       f"{' ' + html.escape(unit) if unit and choices is None else ''}.</i></p>"))
+        hit = reveal(default)
+        journal.record(qid, default, hit)
+        return
+    _interactive(qid, prompt, reveal, choices, unit)
+
+
+def _interactive(qid: str, prompt: str, reveal: Reveal, choices: list[str] | None, unit: str | None) -> None:
+    import ipywidgets as W
+
+    question = W.HTML(f"<b>Predict:</b> {html.escape(prompt)}")
+    if choices is not None:
+        field = W.RadioButtons(options=list(choices), value=None, layout=W.Layout(width="max-content"))
+        row = field
+    else:
+        field = W.Text(placeholder="your estimate", layout=W.Layout(width="12em"))
+        row = W.HBox([field, W.Label(unit or "")])
+    button = W.Button(description="Lock in my prediction", button_style="primary",
+                      layout=W.Layout(width="max-content"))
+    status = W.HTML("")
+    out = W.Output()
+
+    def answer() -> Any:
+        if choices is not None:
+            return field.value
+        return parse_number(field.value)
+
+    def on_click(_b: Any) -> None:
+        a = answer()
+        if a is None:
+            status.value = ("<span style='color:#b00'>Pick one answer first.</span>" if choices is not None else
+                            "<span style='color:#b00'>Type a number first (for example 150).</span>")
+            return
+        field.disabled = True
+        button.disabled = True
+        button.description = "Locked"
+        status.value = f"<i>Locked: {html.escape(str(a))}{' ' + html.escape(unit) if unit and choices is None else ''}</i>"
+        with out:
+            hit = reveal(a)
+        journal.record(qid, a, hit)
+
+    button.on_click(on_click)
+    _display(W.VBox([question, row, W.HBox([button, status]), out]))
+
+
+def verdict(hit: bool | None, explanation: str) -> bool | None:
+    """Say whether the prediction held, and why; returns ``hit`` for the reveal to pass on."""
+    if hit is None:
+        head = "<b>Compare with your guess.</b>"
+        color = "#555"
+    elif hit:
+        head = "<b>&#10004; Your prediction held.</b>"
+        color = "#1a7f37"
+    else:
+        head = "<b>&#10008; Not what the trace shows: the mismatch is the lesson.</b>"
+        color = "#b35900"
+    _display(_html(f"<div style='border-left:4px solid {color};padding:4px 10px;margin:6px 0'>"
+                   f"<span style='color:{color}'>{head}</span><br>{explanation}</div>"))
+    return hit
+
+
+def scoreboard() -> None:
+    """Hits and misses so far, from the journal, per notebook."""
+    rows = journal.scores()
+    if not rows:
+        _display(_html("<p>No predictions recorded yet.</p>"))
+        return
+    hits = sum(r.hits for r in rows)
+    total = sum(r.hits + r.misses for r in rows)
+    body = "".join(f"<tr><td>{r.notebook}</td><td>{r.hits}</td><td>{r.misses}</td></tr>" for r in rows)
+    _display(_html(f"<p><b>Your predictions so far:</b> {hits} of {total} held "
+                   f"(journal: <code>{html.escape(str(journal.path()))}</code>)</p>"
+                   f"<table><tr><th>notebook</th><th>held</th><th>missed</th></tr>{body}</table>"))
