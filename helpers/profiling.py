@@ -117,6 +117,35 @@ class ProfileRun:
         return f"<ProfileRun {self.tag} ({self.mode}, {self.device})>"
 
 
+@contextlib.contextmanager
+def native_log_filter():
+    """Hide Kineto's start/stop log lines, which it writes straight to file descriptor 2.
+
+    Some torch builds print ``USDT: ... profiler_start`` lines around every
+    profiled region; in a notebook they land in the cell's output. Anything
+    else written to fd 2 meanwhile is passed through.
+    """
+    import tempfile
+
+    try:
+        saved = os.dup(2)
+    except OSError:  # no usable fd 2 (some hosted kernels): nothing to filter
+        yield
+        return
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            keep = [ln for ln in tmp.read().splitlines(keepends=True)
+                    if not ln.startswith((b"USDT:", b"INFO:"))]
+            if keep:
+                os.write(2, b"".join(keep))
+
+
 def _sort_key(cuda: bool) -> str:
     return "cuda_time_total" if cuda else "cpu_time_total"
 
@@ -150,7 +179,7 @@ def run_live(w: Workload, device: str, dtype: str, *, warm: bool, compile: bool,
             warnings.filterwarnings("ignore", message=".*won't be using warmup.*")
             sched = torch.profiler.schedule(wait=schedule.wait, warmup=schedule.warmup,
                                             active=schedule.active, repeat=1)
-        with torch.profiler.profile(activities=activities, schedule=sched) as prof:
+        with native_log_filter(), torch.profiler.profile(activities=activities, schedule=sched) as prof:
             for _ in range(schedule.steps):
                 step()
                 prof.step()
