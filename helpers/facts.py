@@ -177,12 +177,25 @@ def launching_op(trace: Trace, j: int) -> str | None:
     return None
 
 
+_KIND_CACHE: dict[tuple, str] = {}  # (name, group, op) -> kind: classify runs regexes, names repeat
+
+
+def _classify(name: str, group: str, op: str | None = None) -> str:
+    key = (name, group, op)
+    kind = _KIND_CACHE.get(key)
+    if kind is None:
+        if len(_KIND_CACHE) > 100_000:
+            _KIND_CACHE.clear()
+        kind = _KIND_CACHE[key] = kk.classify(name, group, op)
+    return kind
+
+
 def kind_of(trace: Trace, j: int) -> str:
     """What GPU event ``j`` is (see :mod:`helpers.kernel_kinds`)."""
     name, group = trace.name_of(j), trace.group_of(j)
-    kind = kk.classify(name, group)
+    kind = _classify(name, group)
     if kind == kk.OTHER:
-        kind = kk.classify(name, group, launching_op(trace, j))
+        kind = _classify(name, group, launching_op(trace, j))
     return kind
 
 
@@ -517,7 +530,7 @@ class Occupancy:
     warps_per_sm: int
     max_warps_per_sm: int
     occupancy: float  # warps resident / warps possible
-    limited_by: str  # "registers", "shared memory", "threads", "blocks"
+    limited_by: str  # "registers", "shared memory", "threads", "blocks", or several joined by "and"
     limits: dict[str, float]
 
 
@@ -549,8 +562,8 @@ def theoretical_occupancy(registers_per_thread: int, shared_memory: int, threads
         limits["registers"] = math.inf
     reserved = 1024 if major >= 8 else 0
     limits["shared memory"] = smem_sm // (shared_memory + reserved) if shared_memory else math.inf
-    limiting = min(limits, key=lambda k: (limits[k], k != "registers"))
     blocks = int(min(limits.values()))
+    limiting = " and ".join(k for k in ("registers", "shared memory", "threads", "blocks") if limits[k] == blocks)
     warps = blocks * warps_block
     return Occupancy(blocks, warps, max_warps, warps / max_warps if max_warps else 0.0, limiting,
                      {k: (v if v != math.inf else None) for k, v in limits.items()})
@@ -683,3 +696,19 @@ def gpu_time_per_call(trace: Trace, annotation: str) -> float | None:
         for d in trace.descendants(a):
             total += sum(trace.dur[j] for j in trace.gpu_work_of(d))
     return total / len(calls)
+
+
+def calls_in(trace: Trace, lo: float, hi: float) -> dict[str, int]:
+    """Runtime and driver calls that started between ``lo`` and ``hi`` (us), by name, most first."""
+    c = Counter(trace.name_of(i) for i in trace.indices((RUNTIME, DRIVER))
+                if lo <= trace.ts[i] <= hi and not trace.is_gpu(i))
+    return dict(c.most_common())
+
+
+def settle_index(values: list[float], tolerance: float = 1.5) -> int:
+    """The first position from which every value stays within ``tolerance`` x the median."""
+    med = _median(values)
+    k = len(values)
+    while k > 0 and values[k - 1] <= tolerance * med:
+        k -= 1
+    return k

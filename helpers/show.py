@@ -52,3 +52,12 @@ def pre(text: str) -> None:
 def perfetto(path: str | Path, title: str | None = None) -> None:
     """A button that opens the trace in ui.perfetto.dev, and its path for drag and drop."""
     _display_html(_perfetto.button_html(path, title))
+
+
+def display_figure(fig) -> None:
+    """Show a matplotlib figure once (and close it, so it is not drawn a second time)."""
+    from IPython.display import display
+    import matplotlib.pyplot as plt
+
+    display(fig)
+    plt.close(fig)
