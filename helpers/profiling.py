@@ -201,8 +201,7 @@ def run_fresh(w: Workload, device: str, dtype: str, *, warm: bool, compile: bool
     anything on the GPU before is no longer cold, so cold runs get a process
     of their own.
     """
-    spec = {"workload": {"kind": w.kind, "params": w.p, "label": w.label, "no_grad": w.no_grad,
-                         "description": w.description},
+    spec = {"workload": {"kind": w.kind, "params": w.p, "label": w.label, "no_grad": w.no_grad},
             "device": device, "dtype": dtype, "warm": warm, "compile": compile, "compile_mode": compile_mode,
             "schedule": [schedule.wait, schedule.warmup, schedule.active], "out_dir": str(out_dir)}
     root = str(Path(__file__).resolve().parent.parent)
@@ -224,7 +223,7 @@ def _main(spec_json: str) -> None:
 
     spec = json.loads(spec_json)
     wd = spec["workload"]
-    w = Workload(wd["kind"], tuple(sorted(wd["params"].items())), wd["label"], wd["no_grad"], wd["description"])
+    w = Workload(wd["kind"], tuple(sorted(wd["params"].items())), wd["label"], wd["no_grad"])
     try:
         _table, path, secs = run_live(w, spec["device"], spec["dtype"], warm=spec["warm"], compile=spec["compile"],
                                       compile_mode=spec["compile_mode"], schedule=Schedule(*spec["schedule"]),

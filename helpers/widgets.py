@@ -103,12 +103,18 @@ def _interactive(qid: str, prompt: str, reveal: Reveal, choices: list[str] | Non
             return field.value
         return parse_number(field.value)
 
+    locked = False
+
     def on_click(_b: Any) -> None:
+        nonlocal locked
+        if locked:  # a second click (or a click queued before the button greyed out) changes nothing
+            return
         a = answer()
         if a is None:
             status.value = ("<span style='color:#b00'>Pick one answer first.</span>" if choices is not None else
                             "<span style='color:#b00'>Type a number first (for example 150).</span>")
             return
+        locked = True
         field.disabled = True
         button.disabled = True
         button.description = "Locked"

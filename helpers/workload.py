@@ -81,11 +81,31 @@ class Workload:
     params: tuple[tuple[str, Any], ...]
     label: str
     no_grad: bool = False
-    description: str = ""
 
     @property
     def p(self) -> dict[str, Any]:
         return dict(self.params)
+
+    @property
+    def description(self) -> str:
+        """The workload in words, for messages and manifests."""
+        p = self.p
+        if self.kind == "matmul_add":
+            batch = f"{p['batch']} x " if p.get("batch") else ""
+            return f"add(matmul(x, w), b) on {batch}{p['size']}x{p['size']} matrices"
+        if self.kind == "addmm":
+            return f"torch.addmm(b, x, w) on {p['size']}x{p['size']} matrices"
+        if self.kind == "linear":
+            return f"nn.Linear({p['in_features']}, {p['out_features']}) on a batch of {p['batch']}"
+        if self.kind == "mlp":
+            return f"GeGLU MLP, batch {p['batch']}, seq {p['seq']}, dim {p['dim']}, hidden {p['hidden']}"
+        if self.kind == "attention":
+            return (f"{p['variant']} causal attention, batch {p['batch']}, {p['heads']} heads, seq {p['seq']}, "
+                    f"head dim {p['head_dim']}")
+        if self.kind == "block":
+            return (f"{p['layers']} transformer blocks, batch {p['batch']}, seq {p['seq']}, dim {p['dim']}, "
+                    f"{p['heads']} heads")
+        return self.kind
 
     @property
     def stem(self) -> str:
@@ -144,11 +164,11 @@ class Workload:
 def _replace(w: Workload, **changes: Any) -> Workload:
     p = w.p
     p.update(changes)
-    return Workload(w.kind, tuple(sorted(p.items())), w.label, w.no_grad, w.description)
+    return Workload(w.kind, tuple(sorted(p.items())), w.label, w.no_grad)
 
 
-def _make(kind: str, label: str, no_grad: bool = False, description: str = "", **params: Any) -> Workload:
-    return Workload(kind, tuple(sorted(params.items())), label, no_grad, description)
+def _make(kind: str, label: str, no_grad: bool = False, **params: Any) -> Workload:
+    return Workload(kind, tuple(sorted(params.items())), label, no_grad)
 
 
 # --- Part 1 ------------------------------------------------------------------
@@ -156,14 +176,12 @@ def _make(kind: str, label: str, no_grad: bool = False, description: str = "", *
 
 def matmul_add(size: int = 64, batch: int | None = None) -> Workload:
     """``add(matmul(x, w), b)`` with (size, size) inputs, or (batch, size, size)."""
-    what = f"{batch} x " if batch else ""
-    return _make("matmul_add", "matmul_add", size=size, batch=batch,
-                 description=f"add(matmul(x, w), b) on {what}{size}x{size} matrices")
+    return _make("matmul_add", "matmul_add", size=size, batch=batch)
 
 
 def addmm(size: int = 4096) -> Workload:
     """``torch.addmm(b, x, w)``: what torch.compile turns matmul + add into."""
-    return _make("addmm", "addmm", size=size, description=f"torch.addmm(b, x, w) on {size}x{size} matrices")
+    return _make("addmm", "addmm", size=size)
 
 
 def fn_matmul_add(x, w, b):
@@ -194,14 +212,12 @@ def _build_addmm(device, dtype, size):
 def linear(batch: int = 1024, in_features: int = 32, out_features: int = 64) -> Workload:
     """One ``nn.Linear`` with bias: the article's Part 2 starting point."""
     return _make("linear", "linear_fwd", no_grad=True, batch=batch, in_features=in_features,
-                 out_features=out_features,
-                 description=f"nn.Linear({in_features}, {out_features}) on a batch of {batch}")
+                 out_features=out_features)
 
 
 def mlp(batch: int = 64, seq: int = 128, dim: int = 768, hidden: int = 3072) -> Workload:
     """A GeGLU MLP: ``down(gelu(gate(x)) * up(x))``, three Linears without bias."""
-    return _make("mlp", "mlp_fwd", no_grad=True, batch=batch, seq=seq, dim=dim, hidden=hidden,
-                 description=f"GeGLU MLP, batch {batch}, seq {seq}, dim {dim}, hidden {hidden}")
+    return _make("mlp", "mlp_fwd", no_grad=True, batch=batch, seq=seq, dim=dim, hidden=hidden)
 
 
 def _build_linear(device, dtype, batch, in_features, out_features):
@@ -253,8 +269,7 @@ def attention(variant: str = "naive", batch: int = 8, heads: int = 16, seq: int 
         raise ValueError(f"attention variant {variant!r}: choose one of {', '.join(ok)}")
     label = "sdpa_fwd" if variant.startswith("sdpa") else "attn_fwd"
     return _make("attention", label, no_grad=True, variant=variant, batch=batch, heads=heads, seq=seq,
-                 head_dim=head_dim,
-                 description=f"{variant} causal attention, batch {batch}, {heads} heads, seq {seq}, head dim {head_dim}")
+                 head_dim=head_dim)
 
 
 def _attention_naive(q, k, v, mask):
@@ -315,8 +330,7 @@ def _build_attention(device, dtype, variant, batch, heads, seq, head_dim):
 
 def block(batch: int = 8, seq: int = 256, dim: int = 512, heads: int = 8, layers: int = 2) -> Workload:
     """A few pre-norm transformer blocks in plain torch (attention + GeGLU MLP)."""
-    return _make("block", "block_fwd", no_grad=True, batch=batch, seq=seq, dim=dim, heads=heads, layers=layers,
-                 description=f"{layers} transformer blocks, batch {batch}, seq {seq}, dim {dim}, {heads} heads")
+    return _make("block", "block_fwd", no_grad=True, batch=batch, seq=seq, dim=dim, heads=heads, layers=layers)
 
 
 def transformer_blocks(dim: int, heads: int, layers: int, device: str, dtype) -> Any:

@@ -1,0 +1,55 @@
+"""The command line: text by default, one JSON object with --json, exit 2 on bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from conftest import ROOT
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "helpers", *map(str, args)], capture_output=True, text=True,
+                          cwd=ROOT)
+
+
+def test_summarize_text(h200):
+    out = cli("summarize", h200 / "4096_bf16_warm_eager.json")
+    assert out.returncode == 0, out.stderr
+    assert "verdict            compute-bound" in out.stdout
+    assert "NVIDIA H200" in out.stdout and "cuLaunchKernelEx" in out.stdout
+
+
+def test_summarize_json(h200):
+    out = cli("summarize", h200 / "64_bf16_cold_eager.json", "--json")
+    d = json.loads(out.stdout)
+    assert d["verdict"] == "overhead-bound" and d["device"] == "NVIDIA H200"
+    assert [s["name"] for s in d["steps"]] == ["ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"]
+    assert d["runtime_calls"] == {"cuLaunchKernelEx": 3, "cudaLaunchKernel": 3, "cudaDeviceSynchronize": 1}
+    assert sorted(k["kind"] for k in d["kernels"]) == ["elementwise", "gemm"]
+
+
+def test_every_reference_trace_summarizes(h200):
+    for path in sorted(h200.glob("*.json")):
+        if path.name == "manifest.json":
+            continue
+        out = cli("summarize", path, "--json")
+        assert out.returncode == 0, (path.name, out.stderr)
+        assert json.loads(out.stdout)["verdict"] in ("overhead-bound", "compute-bound"), path.name
+
+
+def test_not_a_trace_exits_2_with_one_line(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"hello": 1}')
+    out = cli("summarize", bad)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.count("\n") == 1 and "traceEvents" in out.stderr
+
+
+def test_the_command_line_does_not_import_torch(h200):
+    code = ("import sys, helpers.__main__ as m; m.main(['summarize', %r]); "
+            "print('torch' in sys.modules, 'matplotlib' in sys.modules, 'ipywidgets' in sys.modules)"
+            % str(h200 / "64_bf16_cold_eager.json"))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.stdout.strip().splitlines()[-1] == "False False False"

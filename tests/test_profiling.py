@@ -1,0 +1,99 @@
+"""The runner: live on the CPU (the files it writes), and recorded mode's lookups."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from helpers import env, facts
+from helpers.profiling import Schedule, profile, recorded, run_fresh
+from helpers.workload import BackendUnavailable, attention, matmul_add
+
+
+def test_cpu_run_writes_table_and_trace(tmp_path):
+    run = profile(matmul_add(64), on="cpu", out_dir=tmp_path)
+    assert run.tag == "64_fp32_cold_eager" and run.mode == "cpu"
+    assert (tmp_path / "64_fp32_cold_eager.json").is_file()
+    assert (tmp_path / "64_fp32_cold_eager.txt").read_text() == run.table + "\n"
+    assert "Self CPU time total" in run.totals()
+    assert [s.name for s in facts.steps(run.trace)] == ["ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"]
+    assert facts.op_times(run.trace, "matmul_add").calls == 3
+    assert run.summary.verdict is None  # no GPU work on the CPU
+
+
+def test_schedule_and_warm_change_the_tag_and_the_steps(tmp_path):
+    run = profile(matmul_add(32), warm=True, schedule=Schedule(0, 0, 4), on="cpu", out_dir=tmp_path)
+    assert run.tag == "32_fp32_warm_eager_s0-0-4"
+    assert len(facts.steps(run.trace)) == 4
+
+
+def test_fresh_process_run(tmp_path):
+    table, path, secs = run_fresh(matmul_add(32), "cpu", "fp32", warm=False, compile=False, compile_mode=None,
+                                  schedule=Schedule(), out_dir=tmp_path)
+    assert path == tmp_path / "32_fp32_cold_eager.json" and "matmul_add" in table and secs > 0
+
+
+def test_recorded_mode_returns_the_reference_trace(monkeypatch):
+    monkeypatch.setenv("PROFILING_MODE", "recorded")
+    env.environment.cache_clear()
+    try:
+        run = profile(matmul_add(4096), warm=True)
+    finally:
+        env.environment.cache_clear()
+    assert run.mode == "recorded" and run.device == "NVIDIA H200"
+    assert run.trace_path.name == "4096_bf16_warm_eager.json"
+    assert run.summary.verdict == "compute-bound"
+    assert "Self CUDA time total" in run.totals()
+
+
+def test_missing_scenario_names_what_is_recorded():
+    with pytest.raises(env.ModeError) as e:
+        recorded(matmul_add(96))
+    assert "96_*_cold_eager" in str(e.value) and "64_*_cold_eager" in str(e.value)
+    assert "helpers.record" in str(e.value)
+
+
+def test_unavailable_backend_is_a_clear_error(tmp_path, h200):
+    ref_dir = tmp_path / "some-gpu"
+    shutil.copytree(h200, ref_dir)
+    mf = json.loads((ref_dir / "manifest.json").read_text())
+    key = "attn-sdpa-flash1024_*_warm_eager"
+    mf["scenarios"][key] = {"status": "unavailable", "reason": "SDPA backend 'flash' is not available here: no kernel"}
+    (ref_dir / "manifest.json").write_text(json.dumps(mf))
+    ref = env.ReferenceSet(ref_dir, mf)
+    with pytest.raises(BackendUnavailable, match="not available"):
+        recorded(attention("sdpa-flash"), warm=True, reference=ref)
+
+
+def test_forcing_live_without_a_gpu_says_so(monkeypatch):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    monkeypatch.setenv("PROFILING_MODE", "live")
+    env.environment.cache_clear()
+    try:
+        with pytest.raises(env.ModeError, match="no CUDA GPU"):
+            env.environment()
+    finally:
+        env.environment.cache_clear()
+
+
+def test_recorded_banner_names_the_gpu_and_date(monkeypatch):
+    monkeypatch.setenv("PROFILING_MODE", "recorded")
+    env.environment.cache_clear()
+    try:
+        e = env.environment()
+    finally:
+        env.environment.cache_clear()
+    line = e.banner()
+    assert line.startswith("RECORDED") and "NVIDIA H200" in line
+    assert e.reference.date in line and "torch" in line
+
+
+def test_unknown_reference_set(monkeypatch):
+    monkeypatch.setenv("PROFILING_REFERENCE", "no-such-gpu")
+    with pytest.raises(env.ModeError, match="no-such-gpu"):
+        env.reference_set()

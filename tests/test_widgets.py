@@ -1,0 +1,100 @@
+"""Predict, then reveal: headless runs reveal with the default; clicks lock, journal, then reveal."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import journal, widgets
+
+
+@pytest.fixture
+def journal_file(tmp_path, monkeypatch):
+    path = tmp_path / "journal.json"
+    monkeypatch.setenv("PROFILING_JOURNAL", str(path))
+    return path
+
+
+def test_headless_calls_the_reveal_with_the_default(journal_file, monkeypatch):
+    monkeypatch.setenv("PROFILING_HEADLESS", "1")
+    seen = []
+    widgets.ask("99.q", "Which?", choices=["a", "b"], default="b", reveal=lambda a: seen.append(a) or a == "a")
+    assert seen == ["b"]
+    assert journal.load()["99.q"]["answer"] == "b" and journal.load()["99.q"]["hit"] is False
+
+
+def test_default_must_be_a_choice(journal_file, monkeypatch):
+    monkeypatch.setenv("PROFILING_HEADLESS", "1")
+    with pytest.raises(ValueError, match="not one of the choices"):
+        widgets.ask("99.q", "Which?", choices=["a", "b"], default="c", reveal=lambda a: True)
+
+
+def _interactive(monkeypatch):
+    """Run ask() as if in a live kernel, and hand back the widget it displayed."""
+    shown = []
+    monkeypatch.delenv("PROFILING_HEADLESS", raising=False)
+    monkeypatch.setattr(widgets, "_can_show_widgets", lambda: True)
+    monkeypatch.setattr(widgets, "_display", shown.append)
+    return shown
+
+
+def test_click_locks_then_reveals(journal_file, monkeypatch):
+    shown = _interactive(monkeypatch)
+    seen = []
+    widgets.ask("99.pick", "Which?", choices=["a", "b"], default="a", reveal=lambda a: seen.append(a) or a == "b")
+    (box,) = shown
+    _question, radio, row, _out = box.children
+    button, status = row.children
+    assert seen == [] and not journal_file.exists()  # nothing revealed before the click
+    button.click()  # no choice yet: refused, nothing locked
+    assert seen == [] and not button.disabled and "Pick one" in status.value
+    radio.value = "b"
+    button.click()
+    assert seen == ["b"]
+    assert radio.disabled and button.disabled  # locked
+    assert journal.load()["99.pick"] == {**journal.load()["99.pick"], "answer": "b", "hit": True}
+    button.click()  # a disabled button cannot reveal twice
+    assert seen == ["b"]
+
+
+def test_numbers_are_parsed_before_locking(journal_file, monkeypatch):
+    shown = _interactive(monkeypatch)
+    seen = []
+    widgets.ask("99.num", "How long?", unit="us", default=5, reveal=lambda a: seen.append(a) or widgets.within(a, 10))
+    (box,) = shown
+    _question, row, buttons, _out = box.children
+    text = row.children[0]
+    button, status = buttons.children
+    text.value = "ten"
+    button.click()
+    assert seen == [] and "Type a number" in status.value
+    text.value = "1.2e1"
+    button.click()
+    assert seen == [12.0] and journal.load()["99.num"]["hit"] is True
+
+
+@pytest.mark.parametrize("text,value", [("150", 150.0), ("1,200", 1200.0), ("2.5e3", 2500.0), ("40%", 40.0),
+                                        ("", None), ("abc", None), ("nan", None), ("inf", None)])
+def test_parse_number(text, value):
+    assert widgets.parse_number(text) == value
+
+
+def test_within_a_factor():
+    assert widgets.within(15, 10) and widgets.within(5, 10) and not widgets.within(4.9, 10)
+    assert not widgets.within(None, 10) and not widgets.within(0, 10)
+
+
+def test_scores_per_notebook(journal_file):
+    journal.record("01.a", "x", True)
+    journal.record("01.b", "y", False)
+    journal.record("02.a", "z", None)
+    journal.record("01.b", "y2", True)  # answering again replaces the old answer
+    scores = {s.notebook: s for s in journal.scores()}
+    assert (scores["01"].hits, scores["01"].misses) == (2, 0)
+    assert scores["02"].open == 1
+
+
+def test_a_broken_journal_is_not_fatal(journal_file):
+    journal_file.write_text("{not json")
+    assert journal.load() == {}
+    journal.record("03.a", 1, True)
+    assert journal.load()["03.a"]["answer"] == 1
