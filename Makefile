@@ -24,8 +24,11 @@ $(STAMP): pyproject.toml
 	  || { echo "set-up failed: see the pip output above"; exit 1; }
 	@touch $@
 
+# Containers often run as root, which JupyterLab refuses without this flag.
+ROOTFLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
+
 lab: $(STAMP)
-	cd notebooks && ../$(VENV)/bin/jupyter lab --port=$(PORT) 00_before_we_start.ipynb
+	cd notebooks && ../$(VENV)/bin/jupyter lab --port=$(PORT) $(ROOTFLAG) 00_before_we_start.ipynb
 
 # Recorded mode and default answers: what CI checks, the same on every machine.
 test: $(STAMP)
