@@ -24,6 +24,19 @@ def _summarize(a: argparse.Namespace) -> int:
     return 0
 
 
+def _diagnose(a: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from .diagnose import diagnose, text
+
+    found = diagnose(read_trace(a.trace))
+    if a.json:
+        print(json.dumps([asdict(f) for f in found], indent=1))
+    else:
+        print(text(found))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m helpers", description="Read PyTorch profiler traces.")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -32,6 +45,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true", help="one JSON object instead of text")
     p.add_argument("--top", type=int, default=10, help="rows per table in the text output (default 10)")
     p.set_defaults(run=_summarize)
+    d = sub.add_parser("diagnose", help="apply the cheat sheet's rules: findings, evidence, what to try")
+    d.add_argument("trace", help="a Chrome trace from torch.profiler (.json or .json.gz)")
+    d.add_argument("--json", action="store_true", help="a JSON list of findings instead of text")
+    d.set_defaults(run=_diagnose)
     a = ap.parse_args(argv)
     try:
         return a.run(a)

@@ -36,3 +36,21 @@ def datasheet_peak_tflops(gpu_name: str | None) -> tuple[str, float] | None:
 def gemm_flops(m: int, n: int, k: int, batch: int = 1) -> float:
     """Floating-point operations of a (batched) matrix multiply: 2 per multiply-add."""
     return 2.0 * m * n * k * batch
+
+
+# name fragment (lower case) -> memory bandwidth in TB/s, from the vendors' datasheets
+_BANDWIDTH = [("h200", 4.8), ("h100", 3.35), ("a100-sxm4-80gb", 2.039), ("a100 80gb", 1.935), ("a100", 1.555),
+              ("l40s", 0.864), ("l4", 0.3), ("a10g", 0.6), ("v100", 0.9), ("t4", 0.32)]
+
+
+def datasheet_bandwidth_tbs(gpu_name: str | None) -> float | None:
+    """Memory bandwidth (TB/s) from the vendor's datasheet, or None for an unlisted GPU."""
+    if not gpu_name:
+        return None
+    n = gpu_name.lower()
+    if "h100" in n and "pcie" in n:
+        return 2.0
+    for frag, bw in _BANDWIDTH:
+        if frag in n:
+            return bw
+    return None

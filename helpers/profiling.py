@@ -154,20 +154,29 @@ def run_live(w: Workload, device: str, dtype: str, *, warm: bool, compile: bool,
              compile_mode: str | None, schedule: Schedule, out_dir: Path) -> tuple[str, Path, float]:
     """Profile ``w`` on this machine; returns the table, the trace path and the seconds taken."""
     import torch
-    from torch.profiler import ProfilerActivity, record_function
 
     t_start = time.perf_counter()
     fn, args = w.build(device, dtype)
     if compile:
         torch._dynamo.reset()  # each scenario gets its own static-shape graph, as in the article
         fn = torch.compile(fn, mode=compile_mode)
-    cuda = device == "cuda"
+    tag = tag_for(w, dtype, warm, compile, schedule, compile_mode)
+    table, path = profile_callable(fn, args, label=w.label, tag=tag, out_dir=out_dir, cuda=device == "cuda",
+                                   warm=warm, schedule=schedule, no_grad=w.no_grad)
+    return table, path, time.perf_counter() - t_start
+
+
+def profile_callable(fn, args: tuple, *, label: str, tag: str, out_dir: Path, cuda: bool, warm: bool = True,
+                     schedule: Schedule = ARTICLE, no_grad: bool = True) -> tuple[str, Path]:
+    """The article's profiling loop around any callable; writes ``<tag>.txt`` and ``<tag>.json``."""
+    import torch
+    from torch.profiler import ProfilerActivity, record_function
 
     def step():
-        with record_function(w.label):
+        with record_function(label):
             return fn(*args)
 
-    grad = torch.no_grad() if w.no_grad else contextlib.nullcontext()
+    grad = torch.no_grad() if no_grad else contextlib.nullcontext()
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     with grad:
         if warm:  # the article's --warmup: three untimed calls, then wait for the GPU
@@ -185,11 +194,10 @@ def run_live(w: Workload, device: str, dtype: str, *, warm: bool, compile: bool,
                 prof.step()
     table = prof.key_averages().table(sort_by=_sort_key(cuda), row_limit=15)
     out_dir.mkdir(parents=True, exist_ok=True)
-    tag = tag_for(w, dtype, warm, compile, schedule, compile_mode)
     path = out_dir / f"{tag}.json"
     prof.export_chrome_trace(str(path))
     (out_dir / f"{tag}.txt").write_text(table + "\n")
-    return table, path, time.perf_counter() - t_start
+    return table, path
 
 
 def run_fresh(w: Workload, device: str, dtype: str, *, warm: bool, compile: bool,
@@ -278,6 +286,32 @@ def _profile_here(w, device, warm, compile, compile_mode, schedule, out_dir, ste
                                  schedule=schedule, out_dir=out)
     return ProfileRun(path.stem, "live" if device == "cuda" else "cpu", name, dtype, w, warm, compile,
                       compile_mode, schedule, table, path, f"recorded now on {name}", notes, secs)
+
+
+def profile_model(model, inputs: tuple, *, name: str = "my_model", warm: bool = True,
+                  schedule: Schedule = ARTICLE, no_grad: bool = True, out_dir: str | os.PathLike | None = None
+                  ) -> ProfileRun:
+    """Profile your own model (or any callable) the same way, on the device its inputs live on.
+
+    There is no recording of your model, so this always runs live: on the GPU
+    when the inputs are CUDA tensors, on the CPU otherwise.
+    """
+    import torch
+
+    tensors = [a for a in inputs if isinstance(a, torch.Tensor)]
+    cuda = bool(tensors) and tensors[0].is_cuda
+    device = (_env.environment().gpu or "cuda") if cuda else "cpu"
+    dtype = {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(tensors[0].dtype, "fp32") if tensors else "fp32"
+    out = Path(out_dir) if out_dir else _env.RUNS / _env.slug(device)
+    tag = f"{name}_{dtype}_{'warm' if warm else 'cold'}_eager"
+    t0 = time.perf_counter()
+    table, path = profile_callable(model, tuple(inputs), label=name, tag=tag, out_dir=out, cuda=cuda, warm=warm,
+                                   schedule=schedule, no_grad=no_grad)
+    from .workload import _make
+
+    w = _make("custom", name, no_grad, name=name)
+    return ProfileRun(tag, "live" if cuda else "cpu", device, dtype, w, warm, False, None, schedule, table, path,
+                      f"recorded now on {device}", [], time.perf_counter() - t0)
 
 
 def recorded(w: Workload, *, warm: bool = False, compile: bool = False, compile_mode: str | None = None,

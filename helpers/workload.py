@@ -410,3 +410,20 @@ def fit(w: Workload, dtype: str, free_bytes: int | None = None) -> tuple[Workloa
         if e.fits is None:
             raise
         return e.fits, f"Stepped down: {e}. Using {e.fits.description} instead."
+
+
+# --- memory traffic from shapes -------------------------------------------------------
+
+
+def geglu_traffic(w: Workload, dtype: str) -> dict[str, int]:
+    """Bytes the GeGLU MLP's elementwise part moves through HBM, eager against fused.
+
+    Eager, ``gelu(g)`` reads ``g`` and writes its result; ``* u`` reads that
+    result and ``u`` and writes the product: five tensors of (batch, seq,
+    hidden) go through memory. Fused, one kernel reads ``g`` and ``u`` and
+    writes the product: three. The difference is one write and one read of
+    the intermediate ``gelu(g)``.
+    """
+    p = w.p
+    one = p["batch"] * p["seq"] * p["hidden"] * itemsize(dtype)
+    return {"intermediate": one, "eager": 5 * one, "fused": 3 * one, "saved": 2 * one}

@@ -1,0 +1,78 @@
+"""The cheat-sheet rules on the curriculum's scenarios, and on traces nobody here wrote."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+from helpers.diagnose import ISSUE, diagnose
+from helpers.trace import read_trace
+
+
+def rules(h200, tag):
+    return {f.rule: f for f in diagnose(read_trace(h200 / f"{tag}.json"))}
+
+
+def test_overhead_bound_at_64(h200):
+    found = rules(h200, "64_bf16_cold_eager")
+    f = found["overhead-bound"]
+    assert f.severity == ISSUE and f.notebook == "02"
+    assert any("GPU time" in e for e in f.evidence)
+    assert "compute-bound" not in found
+
+
+def test_compute_bound_at_4096_is_only_a_note(h200):
+    found = rules(h200, "4096_bf16_warm_eager")
+    assert "overhead-bound" not in found and found["compute-bound"].severity != ISSUE
+
+
+def test_cold_first_step_without_warmup(h200):
+    f = rules(h200, "64_bf16_cold_eager_s0-0-3")["cold-start"]
+    assert "ProfilerStep#0" in f.evidence[0]
+    assert any("cudaMalloc" in e for e in f.evidence)  # the set-up calls are named
+
+
+def test_addmm_bias_copy_under_compile(h200):
+    f = rules(h200, "4096_bf16_warm_compile")["addmm-bias-copy"]
+    assert "32.0 MiB" in f.evidence[0] and "aten::addmm" in f.evidence[0]
+    assert "addmm-bias-copy" not in rules(h200, "4096_bf16_warm_eager")
+
+
+def test_buffer_request_with_wait_0(h200):
+    assert "profiler-buffer" in rules(h200, "64_bf16_cold_eager_s0-0-3")
+    assert "profiler-buffer" not in rules(h200, "64_bf16_cold_eager")
+
+
+def test_compile_tax_on_tiny_work(h200):
+    assert "compile-tax" in rules(h200, "64_bf16_warm_compile")
+    assert "compile-tax" not in rules(h200, "4096_bf16_warm_compile")
+
+
+def test_issues_come_first(h200):
+    found = diagnose(read_trace(h200 / "64_bf16_warm_compile.json"))
+    sev = [f.severity for f in found]
+    assert sev == sorted(sev, key=lambda s: s != ISSUE)
+
+
+def test_every_external_trace(external):
+    for path in sorted(external.glob("*.json*")):
+        found = diagnose(read_trace(path))
+        names = {f.rule for f in found}
+        if "cpu_only" in path.name:
+            assert not names & {"overhead-bound", "compute-bound"}
+        for f in found:
+            assert f.evidence and f.next and f.notebook
+
+
+def test_cli(h200):
+    out = subprocess.run([sys.executable, "-m", "helpers", "diagnose", str(h200 / "64_bf16_cold_eager_s0-0-3.json"),
+                          "--json"], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0
+    assert {"overhead-bound", "cold-start", "profiler-buffer"} <= {f["rule"] for f in json.loads(out.stdout)}
+    text = subprocess.run([sys.executable, "-m", "helpers", "diagnose", str(h200 / "64_bf16_cold_eager.json")],
+                          capture_output=True, text=True, cwd=ROOT).stdout
+    assert "[issue] Overhead-bound" in text and "try:" in text
