@@ -43,5 +43,14 @@ test-notebooks: $(STAMP)
 	  $(PY) -m pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env \
 	  --nbval-sanitize-with notebooks/sanitize.cfg notebooks
 
+# The widgets in a real browser: JupyterLab + headless Chromium (Debian's chromium, driven by Playwright).
+test-browser: $(STAMP)
+	@$(PY) -c "import playwright" 2>/dev/null || $(PY) -m pip install -q --disable-pip-version-check "playwright>=1.40"
+	$(PY) -m pytest -q -p no:cacheprovider tests/browser
+
+# An instructor's check before a workshop: every notebook, live, with a table and an HTML report.
+preflight: $(STAMP)
+	$(PY) -m helpers preflight
+
 clean:
 	rm -rf $(VENV) .cache traces/runs
