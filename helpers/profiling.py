@@ -273,6 +273,7 @@ def _profile_here(w, device, warm, compile, compile_mode, schedule, out_dir, ste
             w, note = fit(w, dtype)
             if note:
                 notes.append(note)
+                print(note)  # the learner must see that the size changed
         else:
             check_fits(w, dtype)
         name = e.gpu or "cuda"

@@ -1,0 +1,153 @@
+"""Colab and other GPUs, simulated: the first cell, the badge, a T4 (no bf16), a GPU with little memory."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from conftest import ROOT
+from helpers import colab, env, profiling
+from helpers import workload as wl
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+def first_cells(path):
+    nb = nbformat.read(path, as_version=4)
+    md = next(c for c in nb.cells if c.cell_type == "markdown")
+    code = next(c for c in nb.cells if c.cell_type == "code")
+    return nb, md, code
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_each_notebook_has_the_badge_the_colab_cell_and_asks_for_a_gpu(path):
+    nb, md, code = first_cells(path)
+    assert md.source.splitlines()[0] == colab.badge(path.name)
+    assert f"/blob/main/notebooks/{path.name}" in md.source
+    assert code.source == colab.bootstrap_source()
+    assert nb.metadata["accelerator"] == "GPU"
+
+
+def run_first_cell(monkeypatch, on_colab: bool, already_cloned: bool = False):
+    calls, chdirs = [], []
+    if on_colab:
+        fake = types.ModuleType("google.colab")
+        monkeypatch.setitem(sys.modules, "google", types.ModuleType("google"))
+        monkeypatch.setitem(sys.modules, "google.colab", fake)
+    else:
+        monkeypatch.delitem(sys.modules, "google.colab", raising=False)
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: calls.append(cmd))
+    import os
+
+    monkeypatch.setattr(os, "chdir", chdirs.append)
+    monkeypatch.setattr(os.path, "isdir", lambda p: already_cloned)
+    saved = list(sys.path)
+    try:
+        exec(compile(colab.bootstrap_source(), "first-cell", "exec"), {})
+        added = [p for p in sys.path if p not in saved]
+    finally:
+        sys.path[:] = saved
+    return calls, chdirs, added
+
+
+def test_first_cell_on_colab_clones_and_installs_nothing(monkeypatch):
+    calls, chdirs, added = run_first_cell(monkeypatch, on_colab=True)
+    assert calls == [["git", "clone", "--depth", "1", "-q", colab.REPOSITORY, colab.CLONE_DIR]]
+    assert not any(w in c for c in calls for w in ("pip", "install", "torch", "ipywidgets"))  # nothing installed
+    assert added == [colab.CLONE_DIR] and chdirs == [f"{colab.CLONE_DIR}/notebooks"]
+
+
+def test_first_cell_on_colab_does_not_clone_twice(monkeypatch):
+    calls, chdirs, added = run_first_cell(monkeypatch, on_colab=True, already_cloned=True)
+    assert calls == [] and added == [colab.CLONE_DIR]
+
+
+def test_first_cell_elsewhere_does_nothing(monkeypatch):
+    assert run_first_cell(monkeypatch, on_colab=False) == ([], [], [])
+
+
+def test_set_repository_rewrites_every_badge_and_cell(tmp_path):
+    import shutil
+
+    shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks")
+    shutil.copytree(ROOT / "helpers", tmp_path / "helpers")
+    shutil.copytree(ROOT / "tools", tmp_path / "tools")
+    out = subprocess.run([sys.executable, str(tmp_path / "tools" / "set_repository.py"),
+                          "https://github.com/someone/fork"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    for path in sorted((tmp_path / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        _, md, code = first_cells(path)
+        assert md.source.startswith("[![Open In Colab]") and "github/someone/fork/blob/main/notebooks/" in md.source
+        assert md.source.count("Open In Colab") == 1
+        assert '"https://github.com/someone/fork"' in code.source
+    assert 'REPOSITORY = "https://github.com/someone/fork"' in (tmp_path / "helpers" / "colab.py").read_text()
+
+
+# --- simulated GPUs -------------------------------------------------------------------
+
+
+def fake_gpu(monkeypatch, name, major, minor, mem_gib, free_gib):
+    import torch
+
+    props = types.SimpleNamespace(name=name, major=major, minor=minor, total_memory=int(mem_gib * 2**30),
+                                  multi_processor_count=40)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i=0: props)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda i=0: (major, minor))
+    monkeypatch.setattr(torch.backends.cudnn, "version", lambda: 90100)
+    monkeypatch.setattr(wl, "free_gpu_bytes", lambda: int(free_gib * 2**30))
+    monkeypatch.delenv("PROFILING_MODE", raising=False)
+    env.environment.cache_clear()
+    ran = []
+
+    def fake_run(w, device, dtype, **kw):
+        ran.append((w, device, dtype))
+        return "table", Path("/nowhere") / (profiling.tag_for(w, dtype, kw["warm"], kw["compile"], kw["schedule"]) + ".json"), 0.0
+
+    monkeypatch.setattr(profiling, "run_live", fake_run)
+    monkeypatch.setattr(profiling, "run_fresh", fake_run)
+    return ran
+
+
+@pytest.fixture(autouse=True)
+def _fresh_environment():
+    env.environment.cache_clear()
+    yield
+    env.environment.cache_clear()
+
+
+def test_t4_runs_live_in_fp16_and_says_so(monkeypatch):
+    ran = fake_gpu(monkeypatch, "Tesla T4", 7, 5, 15, 14)
+    e = env.environment()
+    assert e.live and e.capability == (7, 5) and "Tesla T4" in e.banner()
+    note = wl.dtype_note("cuda", e.capability)
+    assert "float16" in note
+    run = profiling.profile(wl.matmul_add(4096), warm=True)
+    assert ran == [(wl.matmul_add(4096), "cuda", "fp16")]
+    assert run.dtype == "fp16" and run.tag == "4096_fp16_warm_eager" and run.notes == []
+
+
+def test_a100_runs_live_in_bf16(monkeypatch):
+    ran = fake_gpu(monkeypatch, "NVIDIA A100-SXM4-80GB", 8, 0, 80, 79)
+    profiling.profile(wl.matmul_add(64))
+    assert ran[0][2] == "bf16"
+
+
+def test_little_free_memory_steps_down_with_a_message(monkeypatch, capsys):
+    ran = fake_gpu(monkeypatch, "Tesla T4", 7, 5, 15, 0.25)
+    run = profiling.profile(wl.matmul_add(8192), warm=True)
+    (w, _, dtype), = ran
+    assert w.p["size"] < 8192 and w.bytes_needed(dtype) <= 0.25 * 2**30
+    assert run.notes and run.notes[0].startswith("Stepped down")
+    assert "Stepped down" in capsys.readouterr().out  # the learner sees it in the cell's output
+
+
+def test_little_free_memory_without_step_down_is_refused(monkeypatch):
+    fake_gpu(monkeypatch, "Tesla T4", 7, 5, 15, 0.25)
+    with pytest.raises(wl.NotEnoughMemory, match="fits"):
+        profiling.profile(wl.matmul_add(8192), warm=True, step_down=False)
