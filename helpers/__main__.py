@@ -49,6 +49,14 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("trace", help="a Chrome trace from torch.profiler (.json or .json.gz)")
     d.add_argument("--json", action="store_true", help="a JSON list of findings instead of text")
     d.set_defaults(run=_diagnose)
+    pf = sub.add_parser("preflight", help="run every notebook here, headless, with a table and an HTML report",
+                        add_help=False)
+    pf.set_defaults(run=None)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["preflight"]:  # its own options; imports nbclient, so only when asked
+        from .preflight import main as preflight
+
+        return preflight(argv[1:])
     a = ap.parse_args(argv)
     try:
         return a.run(a)

@@ -1,0 +1,30 @@
+"""The pre-flight check: a failing notebook gives a clear line, the table and the HTML report."""
+
+from __future__ import annotations
+
+import nbformat
+
+from helpers import preflight
+
+
+def test_a_failing_notebook_is_reported_not_raised(tmp_path, monkeypatch):
+    monkeypatch.setenv("PROFILING_MODE", "recorded")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell("1 / 0"),
+                nbformat.v4.new_code_cell("print('never')")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path = tmp_path / "99_broken.ipynb"
+    nbformat.write(nb, path)
+    r = preflight.run_notebook(path, tmp_path, 1, 1, timeout=120)
+    assert r.status == "FAILED" and r.cells == 1
+    assert r.error.startswith("cell 2:") and "ZeroDivisionError" in r.error
+    assert (tmp_path / "99_broken.html").read_text().count("ZeroDivisionError") >= 1
+    text = preflight.table([r])
+    assert "FAILED 99_broken: cell 2:" in text and text.splitlines()[0].split() == ["notebook", "status", "seconds", "GPU"]
+    index = preflight._write_index([r], tmp_path)
+    assert "99_broken.html" in index.read_text()
+
+
+def test_unknown_notebook_is_a_usage_error(capsys):
+    assert preflight.main(["77"]) == 2
+    assert "no notebook matches 77" in capsys.readouterr().err
