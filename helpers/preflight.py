@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import html
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -64,21 +65,22 @@ def run_notebook(path: Path, out_dir: Path, index: int, total: int, timeout: int
 
     nb = nbformat.read(path, as_version=4)
     code_cells = [c for c in nb.cells if c.cell_type == "code"]
-    done = [0]
+    started = [0]  # code cells started so far: the failing one is the last started
     start = time.perf_counter()
     name = path.stem
 
+    def on_cell_start(cell, cell_index):
+        started[0] += 1
+
     def on_cell_executed(cell, cell_index, execute_reply):
-        done[0] += 1
-        pct = done[0] / max(len(code_cells), 1)
-        _progress(f"[{index:>2}/{total}] {name:<32} cell {done[0]:>2}/{len(code_cells)}  "
+        _progress(f"[{index:>2}/{total}] {name:<32} cell {started[0]:>2}/{len(code_cells)}  "
                   f"{time.perf_counter() - start:6.1f} s")
-        if not sys.stdout.isatty() and done[0] in {len(code_cells) // 2}:
-            print(f"[{index:>2}/{total}] {name}: {pct:.0%} of its cells done", flush=True)
+        if not sys.stdout.isatty() and started[0] == len(code_cells) // 2:
+            print(f"[{index:>2}/{total}] {name}: {started[0]} of {len(code_cells)} cells done", flush=True)
 
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=False,
                             resources={"metadata": {"path": str(path.parent)}},
-                            on_cell_executed=on_cell_executed)
+                            on_cell_start=on_cell_start, on_cell_executed=on_cell_executed)
     if not sys.stdout.isatty():
         print(f"[{index:>2}/{total}] {name}: running", flush=True)
     status, error = "ok", ""
@@ -86,16 +88,16 @@ def run_notebook(path: Path, out_dir: Path, index: int, total: int, timeout: int
         client.execute()
     except CellExecutionError as e:
         status = "FAILED"
-        lines = [ln for ln in str(e).strip().splitlines() if ln.strip()]
-        error = f"cell {done[0] + 1}: {lines[-1] if lines else 'error'}"
+        lines = [ln for ln in re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip().splitlines() if ln.strip()]
+        error = f"cell {started[0]}: {lines[-1] if lines else 'error'}"
     except CellTimeoutError:
-        status, error = "FAILED", f"cell {done[0] + 1}: took longer than {timeout} s"
+        status, error = "FAILED", f"cell {started[0]}: took longer than {timeout} s"
     except DeadKernelError as e:
-        status, error = "FAILED", f"cell {done[0] + 1}: the kernel died ({e})"
+        status, error = "FAILED", f"cell {started[0]}: the kernel died ({e})"
     secs = time.perf_counter() - start
     _progress(f"[{index:>2}/{total}] {name:<32} {status:<6} {secs:6.1f} s", final=True)
     _write_html(nb, out_dir / f"{name}.html")
-    return Result(name, status, secs, _where(), error, done[0])
+    return Result(name, status, secs, _where(), error, started[0] - (status != "ok"))
 
 
 def _write_html(nb, target: Path) -> None:
