@@ -155,7 +155,6 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     os.environ["PROFILING_HEADLESS"] = "1"
     os.environ.setdefault("PROFILING_JOURNAL", str(out / "journal.json"))
-    os.environ.setdefault("MPLBACKEND", "Agg")
     print(f"pre-flight: {len(paths)} notebooks on {_where()}", flush=True)
     results = [run_notebook(p, out, i, len(paths), a.timeout) for i, p in enumerate(paths, 1)]
     index = _write_index(results, out)
