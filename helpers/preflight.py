@@ -105,9 +105,39 @@ def _write_html(nb, target: Path) -> None:
         from nbconvert import HTMLExporter
 
         body, _ = HTMLExporter(embed_images=True).from_notebook_node(nb)
-    except Exception as e:  # nbconvert missing or a template problem: keep the run's results anyway
-        body = f"<p>Could not render this notebook as HTML: {html.escape(str(e))}</p>"
+    except Exception:  # nbconvert or its templates missing (wheels installed with --target): a plain page
+        body = plain_html(nb)
     target.write_text(body)
+
+
+def plain_html(nb) -> str:
+    """The executed notebook as a simple page: sources, text, HTML and images, no templates needed."""
+    parts = ["<!doctype html><meta charset='utf-8'><style>pre{background:#f6f8fa;padding:6px}"
+             ".md{white-space:pre-wrap;font-family:sans-serif}</style>"]
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            parts.append(f"<div class='md'>{html.escape(cell.source)}</div>")
+            continue
+        if cell.cell_type != "code":
+            continue
+        parts.append(f"<pre>{html.escape(cell.source)}</pre>")
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "stream":
+                parts.append(f"<pre>{html.escape(out.get('text', ''))}</pre>")
+            elif out.get("output_type") == "error":
+                tb = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(out.get("traceback", [])))
+                parts.append(f"<pre style='color:#b00'>{html.escape(tb)}</pre>")
+            else:
+                data = out.get("data", {})
+                if "image/png" in data:
+                    parts.append(f"<img src='data:image/png;base64,{data['image/png']}'>")
+                elif "text/html" in data:
+                    parts.append(re.sub(r"<script.*?</script>", "", data["text/html"], flags=re.S))
+                elif "text/markdown" in data:
+                    parts.append(f"<div class='md'>{html.escape(data['text/markdown'])}</div>")
+                elif "text/plain" in data:
+                    parts.append(f"<pre>{html.escape(data['text/plain'])}</pre>")
+    return "\n".join(parts)
 
 
 def table(results: list[Result]) -> str:

@@ -28,3 +28,13 @@ def test_a_failing_notebook_is_reported_not_raised(tmp_path, monkeypatch):
 def test_unknown_notebook_is_a_usage_error(capsys):
     assert preflight.main(["77"]) == 2
     assert "no notebook matches 77" in capsys.readouterr().err
+
+
+def test_plain_html_needs_no_templates():
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("print('hi')")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="hi <b>\n"),
+                    nbformat.v4.new_output("display_data", data={"text/html": "<p>shown</p><script>x()</script>"})]
+    nb.cells = [nbformat.v4.new_markdown_cell("# Title"), cell]
+    page = preflight.plain_html(nb)
+    assert "# Title" in page and "hi &lt;b&gt;" in page and "<p>shown</p>" in page and "<script>" not in page
