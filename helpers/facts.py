@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import operator
 import re
 import statistics
 from collections import Counter, defaultdict
@@ -18,7 +19,7 @@ from typing import Any
 
 from . import kernel_kinds as kk
 from .trace import (ANNOTATION, CPU_GROUPS, CPU_OP, DRIVER, GPU_WORK, KERNEL, MEMCPY, MEMSET, RUNTIME,
-                    Trace, covered, lane_spans)
+                    Trace, _gc_paused, covered, lane_spans)
 
 #: GPU time over self CPU time at or above which a run is compute-bound
 COMPUTE_BOUND_RATIO = 0.5
@@ -55,7 +56,11 @@ def steps(trace: Trace) -> list[Step]:
     for i in trace.indices(prefix="ProfilerStep#"):
         m = _STEP.match(trace.name_of(i))
         if m and not trace.is_gpu(i):
-            out.append(Step(trace.name_of(i), int(m.group(1)), trace.ts[i], trace.dur[i]))
+            try:
+                number = int(m.group(1))
+            except ValueError:  # more digits than int() takes: not a step the profiler wrote
+                continue
+            out.append(Step(trace.name_of(i), number, trace.ts[i], trace.dur[i]))
     out.sort(key=lambda s: s.start_us)
     return out
 
@@ -85,10 +90,10 @@ def self_cpu_us(trace: Trace) -> float:
     cover, so this is the covered time on each CPU thread, summed.
     """
     per_lane: dict[int, list[int]] = defaultdict(list)
-    groups = trace.cat_groups
-    cat, lane = trace.cat, trace.lane
-    for i in range(len(trace)):
-        if groups[cat[i]] in CPU_GROUPS and not trace.lanes[lane[i]].is_gpu:
+    lane = trace.lane
+    on_gpu = [ln.is_gpu for ln in trace.lanes]
+    for i in trace.indices(CPU_GROUPS):
+        if not on_gpu[lane[i]]:
             per_lane[lane[i]].append(i)
     return sum(e - s for idx in per_lane.values() for s, e in lane_spans(trace, idx))
 
@@ -102,7 +107,7 @@ def window(trace: Trace) -> tuple[float, float]:
     """The recorded window: first step (or first event) to the last event's end."""
     st = steps(trace)
     lo = st[0].start_us if st else min(trace.ts)
-    hi = max(trace.ts[i] + trace.dur[i] for i in range(len(trace)))
+    hi = max(map(operator.add, trace.ts, trace.dur))
     return lo, hi
 
 
@@ -142,15 +147,25 @@ class Resources:
         return math.prod(self.block) if self.block else None
 
 
+def _number(v: Any) -> Any:
+    """A count or a size from a kernel's args; None for anything that is not a number."""
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _dims(v: Any) -> Any:
+    """A grid or a block from a kernel's args: a list of numbers, or None."""
+    return v if isinstance(v, list) and all(_number(x) is not None for x in v) else None
+
+
 def _resources(args: dict) -> Resources:
     return Resources(
-        args.get("registers per thread"),
-        args.get("shared memory"),
-        args.get("block"),
-        args.get("grid"),
-        args.get("blocks per SM"),
-        args.get("warps per SM"),
-        args.get("est. achieved occupancy %"),
+        _number(args.get("registers per thread")),
+        _number(args.get("shared memory")),
+        _dims(args.get("block")),
+        _dims(args.get("grid")),
+        _number(args.get("blocks per SM")),
+        _number(args.get("warps per SM")),
+        _number(args.get("est. achieved occupancy %")),
     )
 
 
@@ -402,7 +417,8 @@ def artifacts(trace: Trace) -> Artifacts:
              "gpu_side": trace.is_gpu(i), "lane": trace.lanes[trace.lane[i]].label}
             for i in trace.indices(contains="Buffer Request")]
     bufs.sort(key=lambda b: b["start_us"])
-    syncs = [i for i in trace.indices((RUNTIME, DRIVER)) if kk.is_synchronize(trace.name_of(i))]
+    sync_name = [kk.is_synchronize(n) for n in trace.names]
+    syncs = [i for i in trace.indices((RUNTIME, DRIVER)) if sync_name[trace.name[i]]]
     closing = None
     if syncs:
         i = max(syncs, key=lambda i: trace.ts[i])
@@ -619,6 +635,7 @@ class Summary:
         }
 
 
+@_gc_paused()  # many small objects that live on: no point in looking for cycles among them
 def summarize(trace: Trace) -> Summary:
     """Every fact this module knows, for one trace."""
     from .trace import PARSER

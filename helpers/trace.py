@@ -3,8 +3,9 @@
 No torch, no numpy, no pandas: this module works on any machine and on any
 trace file, however it was made. Events are kept column by column (one
 ``array`` per field, names interned) instead of one Python object per event,
-and the JSON is parsed a few megabytes at a time, so a trace of hundreds of
-megabytes costs little more memory than its own text.
+and a large file is read, un-gzipped and parsed a little at a time, so a trace
+of hundreds of megabytes costs about as much memory as its own text, or less
+(``benchmarks/bench_reader.py`` measures it against Holistic Trace Analysis).
 
 Use :func:`read_trace`; it raises :class:`TraceError` with a message that says
 what is wrong for anything that is not a readable trace.
@@ -13,13 +14,16 @@ what is wrong for anything that is not a readable trace.
 from __future__ import annotations
 
 import bisect
-import gzip
+import gc
 import json
 import os
 import re
 import zlib
 from array import array
+from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import add, ge
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -30,7 +34,13 @@ try:  # orjson parses several times faster than the standard library.
     _JSONError: tuple[type[Exception], ...] = (_orjson.JSONDecodeError, ValueError)
     PARSER = "orjson"
 except ImportError:  # pragma: no cover - exercised by the fallback test
-    _loads = json.loads
+
+    def _no_constant(word: str) -> Any:
+        raise ValueError(f"{word} is not JSON")  # as orjson: NaN and Infinity are not numbers
+
+    def _loads(data: bytes) -> Any:
+        return json.loads(data, parse_constant=_no_constant)
+
     _JSONError = (ValueError,)
     PARSER = "json"
 
@@ -130,147 +140,333 @@ class Event:
 
 
 # --- reading the file -------------------------------------------------------
+#
+# A large trace is never held whole: its text is read (and un-gzipped) a
+# block at a time, and its events are parsed in batches of about 128 KB of
+# text, split at event boundaries: small batches stay in the CPU's caches, and
+# their objects are freed before the next batch is made.
+#
+# Most of a trace's bytes are the ``args`` of CPU ops (input shapes, types,
+# call stacks) that no fact reads, so every flat ``"args": {...}`` object of
+# a large trace is cut out before parsing, kept as raw bytes, and parsed only
+# for the events that need it: GPU work (its registers, grid, bytes) and any
+# event whose args hold a correlation id (so the args nobody reads are not
+# checked for being valid JSON either). Anything unusual (an args object that
+# is not flat, a brace inside a string) falls back to parsing the text as it is.
 
-_CHUNK = 4 << 20  # bytes of JSON parsed at a time
+_CHUNK = 1 << 17  # bytes of JSON text parsed at a time
 _SMALL = 8 << 20  # below this, parse the document in one go
+_BLOCK = 1 << 18  # bytes read (or un-gzipped) at a time
 _SPLIT = re.compile(rb"\}\s*,\s*\{")
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_ARGS = re.compile(rb'"args"\s*:\s*(\{[^{}]*\})')
 _GZIP_MAGIC = b"\x1f\x8b"
+_STAND_INS: list[bytes] = []  # b'"args":0', b'"args":1', ... : where each cut-out args object was
+_PARSE_ERRORS = (*_JSONError, RecursionError)
 
 
-def _read_bytes(path: Path) -> bytes:
+class _Stash(list):
+    """Cut-out args objects from text that holds backslashes (escapes)."""
+
+
+class _Misaligned(Exception):
+    """The cut-out args did not line up with the events: read the file again without cutting."""
+
+
+def _blocks(path: Path, f: Any) -> Iterator[bytes]:
+    """The JSON text of an open trace file, un-gzipped, about _BLOCK bytes at a time."""
+    try:
+        first = f.read(_BLOCK)
+        if first[:2] != _GZIP_MAGIC:
+            if path.suffix == ".gz":
+                raise TraceError(f"{path}: the name ends in .gz but the file is not gzip-compressed")
+            block = first
+            while block:
+                yield block
+                block = f.read(_BLOCK)
+            return
+        d = zlib.decompressobj(31)
+        pending = first
+        while True:
+            if d.eof:  # the end of one gzip member: another may follow
+                rest = d.unused_data
+                while len(rest) < 2:
+                    more = f.read(_BLOCK)
+                    if not more:
+                        break
+                    rest += more
+                if not rest.strip(b"\0"):
+                    if not f.read(_BLOCK).strip(b"\0"):
+                        return
+                    raise zlib.error("data after the end of the gzip stream")
+                if rest[:2] != _GZIP_MAGIC:
+                    raise zlib.error("data after the end of the gzip stream")
+                d = zlib.decompressobj(31)
+                pending = rest
+            if not pending:
+                pending = f.read(_BLOCK)
+                if not pending:
+                    tail = d.flush()
+                    if tail:
+                        yield tail
+                    if not d.eof:
+                        raise EOFError("the compressed stream ends before its end marker")
+                    return
+            out = d.decompress(pending, _BLOCK)
+            pending = d.unconsumed_tail
+            if out:
+                yield out
+    except (zlib.error, EOFError) as e:
+        raise TraceError(f"{path}: gzip data is damaged or cut short ({e})") from None
+    except OSError as e:
+        raise TraceError(f"{path}: cannot be read ({e.strerror or e})") from None
+
+
+class _Text:
+    """The part of a trace's text not parsed yet, topped up from its blocks as needed."""
+
+    def __init__(self, blocks: Iterator[bytes]) -> None:
+        self.blocks = blocks
+        self.data = b""
+        self.base = 0  # offset in the file of data[0]
+        self.eof = False
+
+    def fill(self, pos: int, want: int) -> int:
+        """Drop what lies before ``pos``; hold at least ``want`` bytes from there. Returns the new ``pos`` (0)."""
+        parts = [self.data[pos:] if pos else self.data]
+        have = len(parts[0])
+        while have < want and not self.eof:
+            b = next(self.blocks, None)
+            if b is None:
+                self.eof = True
+                break
+            parts.append(b)
+            have += len(b)
+        self.base += pos
+        self.data = parts[0] if len(parts) == 1 else b"".join(parts)
+        return 0
+
+    def rest(self, pos: int) -> int:
+        """Drop what lies before ``pos`` and hold everything after it."""
+        return self.fill(pos, 1 << 62)
+
+
+def _open_text(path: Path) -> tuple[_Text, Callable[[], None]]:
     if not path.exists():
         raise TraceError(f"{path}: no such file")
     if path.is_dir():
         raise TraceError(f"{path}: is a directory, not a trace file")
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        f = open(path, "rb")
     except OSError as e:
         raise TraceError(f"{path}: cannot be read ({e.strerror or e})") from None
-    if data[:2] == _GZIP_MAGIC:
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as e:
-            raise TraceError(f"{path}: gzip data is damaged or cut short ({e})") from None
-    elif path.suffix == ".gz":
-        raise TraceError(f"{path}: the name ends in .gz but the file is not gzip-compressed")
-    if not data.strip():
-        raise TraceError(f"{path}: the file is empty")
-    return data
+    blocks = _blocks(path, f)
+
+    def close() -> None:
+        blocks.close()
+        f.close()
+
+    return _Text(blocks), close
 
 
-def _json_error(path: Path, data: bytes, err: Exception, offset: int = 0) -> TraceError:
+def _a(value: Any) -> str:
+    """'an int', 'a str': the JSON type of a value, with its article."""
+    name = {dict: "object", list: "list", str: "string", bool: "boolean", type(None): "null"}.get(type(value),
+                                                                                             type(value).__name__)
+    return ("an " if name[0] in "aeiou" else "a ") + name
+
+
+def _json_error(path: Path, data: bytes, err: Exception, offset: int = 0, base: int = 0) -> TraceError:
     pos = getattr(err, "pos", None)
-    where = f" at byte {offset + pos}" if isinstance(pos, int) else ""
-    if isinstance(pos, int) and offset + pos >= len(data.rstrip()) - 1:
+    where = f" at byte {base + offset + pos}" if isinstance(pos, int) else ""
+    msg = str(getattr(err, "msg", err))
+    if "after document" in msg or "Extra data" in msg:  # orjson's and the json module's words
+        why = f"the file is not valid JSON: something follows the trace{where}"
+    elif isinstance(pos, int) and offset + pos >= len(data.rstrip()) - 1:
         why = "the JSON ends too early: the trace was probably cut short while it was written"
     else:
         why = f"the file is not valid JSON{where}"
     return TraceError(f"{path}: {why}")
 
 
-def _iter_event_batches(path: Path, data: bytes) -> tuple[dict, Iterator[list]]:
-    """The trace's top-level fields and its events, a batch at a time."""
-    if len(data) > _SMALL:
-        chunked = _chunked(path, data)
+def _iter_event_batches(path: Path, text: _Text, cut: bool = True) -> tuple[dict, Iterator[tuple[list, list | None]]]:
+    """The trace's top-level fields and its events, a batch at a time.
+
+    Each batch comes with the raw args cut out of it (``None`` when nothing was cut).
+    """
+    text.fill(0, _SMALL + 1)
+    if not text.eof:
+        head = text.data.lstrip()[:1]
+        if head and head not in b"[{":  # not JSON: no need to read all of it to say so
+            raise TraceError(f"{path}: the file is not valid JSON at byte {len(text.data) - len(text.data.lstrip())}")
+        chunked = _chunked(path, text, cut)
         if chunked is not None:
             return chunked
+        text.rest(0)
+    data = text.data
+    if not data.strip():
+        raise TraceError(f"{path}: the file is empty")
     try:
         doc = _loads(data)
     except _JSONError as e:
         raise _json_error(path, data, e) from None
+    except RecursionError:
+        raise TraceError(f"{path}: the JSON is nested too deeply to be a trace") from None
+    text.data = b""
     return _split_document(path, doc)
 
 
-def _split_document(path: Path, doc: Any) -> tuple[dict, Iterator[list]]:
+def _split_document(path: Path, doc: Any) -> tuple[dict, Iterator[tuple[list, None]]]:
     if isinstance(doc, list):  # the Chrome format also allows a bare array
-        return {}, iter([doc])
+        return {}, iter([(doc, None)])
     if not isinstance(doc, dict):
-        raise TraceError(f"{path}: the JSON holds a {type(doc).__name__}, not a trace (expected an object with traceEvents)")
+        raise TraceError(f"{path}: the JSON holds {_a(doc)}, not a trace (expected an object with traceEvents)")
     events = doc.pop("traceEvents", None)
     if events is None:
         raise TraceError(f"{path}: JSON without a 'traceEvents' list: not a profiler trace")
     if not isinstance(events, list):
-        raise TraceError(f"{path}: 'traceEvents' is a {type(events).__name__}, not a list")
-    return doc, iter([events])
+        raise TraceError(f"{path}: 'traceEvents' is {_a(events)}, not a list")
+    return doc, iter([(events, None)])
 
 
-def _chunked(path: Path, data: bytes) -> tuple[dict, Iterator[list]] | None:
-    """Parse a large trace a few MB at a time; None if its layout is unusual."""
-    m = _EVENTS_KEY.search(data)
-    if m is None:
-        return None
-    head = data[: m.start()].rstrip()
-    if not head.startswith(b"{"):
-        return None
-    head = head[:-1] if head.endswith(b",") else head
-    try:
-        header = _loads(head + b"}") if head != b"{" else {}
-    except _JSONError:
-        return None  # "traceEvents" was not a top-level key; parse it whole
-    if not isinstance(header, dict):
-        return None
+def _chunked(path: Path, text: _Text, cut: bool) -> tuple[dict, Iterator[tuple[list, list | None]]] | None:
+    """Parse a large trace a batch at a time; None if its layout is unusual."""
+    data = text.data
+    first = len(data) - len(data.lstrip())
+    if data[first:first + 1] == b"[":  # a bare list of events, as the Chrome format allows
+        header: dict = {}
+        start, bare = first + 1, True
+    else:
+        m = _EVENTS_KEY.search(data)
+        if m is None:
+            return None
+        head = data[: m.start()].rstrip()
+        if not head.startswith(b"{"):
+            return None
+        head = head[:-1] if head.endswith(b",") else head
+        try:
+            header = _loads(head + b"}") if head != b"{" else {}
+        except _PARSE_ERRORS:
+            return None  # "traceEvents" was not a top-level key; parse it whole
+        if not isinstance(header, dict):
+            return None
+        start, bare = m.end(), False
 
-    def batches() -> Iterator[list]:
-        pos = m.end()
-        n = len(data)
+    def batches() -> Iterator[tuple[list, list | None]]:
+        pos = start
         while True:
+            if len(text.data) - pos < 2 * _CHUNK:  # read on, a few blocks at once: less copying
+                pos = text.fill(pos, 2 * _CHUNK + 4 * _BLOCK)
+            data = text.data
+            n = len(data)
             while pos < n and data[pos] in b" \t\r\n":
                 pos += 1
             if pos >= n:
+                if not text.eof:
+                    continue
                 raise TraceError(f"{path}: the JSON ends too early: the trace was probably cut short while it was written")
             if data[pos] == 0x5D:  # ']': the list is over
-                _read_tail(path, data, pos + 1, header)
+                pos = text.rest(pos)
+                _read_tail(path, text, pos + 1, header, bare)
                 return
-            batch, pos = _next_batch(path, data, pos)
-            yield batch
+            batch, stash, pos = _next_batch(path, text, pos, cut)
+            yield batch, stash
 
     return header, batches()
 
 
-def _next_batch(path: Path, data: bytes, pos: int) -> tuple[list, int]:
+def _parse_events(text: bytes, cut: bool) -> tuple[list, list | None] | None:
+    """The events in ``text`` (a run of comma-separated events), or None if it is not valid JSON.
+
+    With ``cut``, flat args objects are first replaced by ``"args":K`` and
+    returned as raw bytes (the K-th of the list).
+    """
+    if cut:
+        parts = _ARGS.split(text)
+        n = len(parts) // 2
+        if n:
+            stash = parts[1::2]
+            if len(_STAND_INS) < n:
+                _STAND_INS.extend(b'"args":%d' % k for k in range(len(_STAND_INS), n))
+            parts[1::2] = _STAND_INS[:n]
+            try:
+                batch = _loads(b"[" + b"".join(parts) + b"]")
+            except _PARSE_ERRORS:
+                pass  # e.g. a brace inside a string in the args: parse the text as it is
+            else:
+                if isinstance(batch, list):
+                    if b"\\" in text:  # a key may be spelled with escapes: "correl\u0061tion"
+                        stash = _Stash(stash)
+                    return batch, stash
+            del parts, stash
+    try:
+        batch = _loads(b"[" + text + b"]")
+    except _PARSE_ERRORS:
+        return None
+    return (batch, None) if isinstance(batch, list) else None
+
+
+def _next_batch(path: Path, text: _Text, pos: int, cut: bool) -> tuple[list, list | None, int]:
     """Parse events from ``pos`` up to a split point about _CHUNK bytes on."""
     tries = 0
-    for m in _SPLIT.finditer(data, min(pos + _CHUNK, len(data))):
-        end = m.start() + 1  # just past the closing brace
-        try:
-            batch = _loads(b"[" + data[pos:end] + b"]")
-        except _JSONError:
-            tries += 1
-            if tries > 64:
-                break
-            continue  # the split fell inside an event's args; try the next
-        return batch, m.end() - 1  # at the next event's '{'
+    start = pos + _CHUNK
+    while tries <= 64:
+        data = text.data
+        for m in _SPLIT.finditer(data, min(start, len(data))):
+            end = m.start() + 1  # just past the closing brace
+            got = _parse_events(data[pos:end], cut)
+            if got is None:
+                tries += 1
+                if tries > 64:
+                    break
+                continue  # the split fell inside an event's args; try the next
+            return got[0], got[1], m.end() - 1  # at the next event's '{'
+        if text.eof:
+            break
+        # No split point that works in what is held: read on, and look again from near its end.
+        start = max(start, len(data) - 64) - pos
+        pos = text.fill(pos, len(data) - pos + _CHUNK)
     # The last events: the list closes at one of the last ']'.
+    pos = text.rest(pos)
+    data = text.data
     stop = len(data)
     for _ in range(64):
         stop = data.rfind(b"]", pos, stop)
         if stop < 0:
             break
-        try:
-            batch = _loads(b"[" + data[pos:stop] + b"]")
-        except _JSONError:
+        got = _parse_events(data[pos:stop], cut)
+        if got is None:
             continue
-        return batch, stop
+        return got[0], got[1], stop
     try:
         _loads(b"[" + data[pos:])
     except _JSONError as e:
-        raise _json_error(path, data, e, pos - 1) from None
-    raise TraceError(f"{path}: the file is not valid JSON near byte {pos}")
+        raise _json_error(path, data, e, pos - 1, text.base) from None
+    except RecursionError:
+        raise TraceError(f"{path}: the JSON is nested too deeply to be a trace") from None
+    raise TraceError(f"{path}: the file is not valid JSON near byte {text.base + pos}")
 
 
-def _read_tail(path: Path, data: bytes, pos: int, header: dict) -> None:
+def _read_tail(path: Path, text: _Text, pos: int, header: dict, bare: bool = False) -> None:
+    """What follows the list of events: the trace's other top-level fields, then the end."""
+    data = text.data
     tail = data[pos:].strip()
-    if tail.startswith(b","):
+    if bare:
+        if tail:
+            raise TraceError(f"{path}: the file is not valid JSON: something follows the list of events")
+    elif tail.startswith(b","):
         try:
             rest = _loads(b"{" + tail[1:])
         except _JSONError as e:
-            raise _json_error(path, data, e, pos) from None
+            raise _json_error(path, data, e, pos, text.base) from None
+        except RecursionError:
+            raise TraceError(f"{path}: the JSON is nested too deeply to be a trace") from None
         if isinstance(rest, dict):
             header.update(rest)
-    elif tail != b"}":
+    elif not tail:
         raise TraceError(f"{path}: the JSON ends too early: the trace was probably cut short while it was written")
+    elif tail != b"}":
+        raise TraceError(f"{path}: the file is not valid JSON: something follows the trace")
 
 
 # --- building the columns ---------------------------------------------------
@@ -280,8 +476,213 @@ def _bad(path: Path, i: int, what: str) -> TraceError:
     return TraceError(f"{path}: event #{i} {what}")
 
 
-def _num(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+_LIMIT = 1e300  # larger timestamps and durations are not finite numbers of microseconds
+_CORR_LIMIT = 1 << 63  # correlation ids from there on do not fit the column: read as none
+_KEEP_ARGS = GPU_GROUPS | {OVERHEAD}  # groups whose args are kept (the facts read them)
+
+
+def _raw_args(path: Path, i: int, name: str, raw: bytes) -> dict:
+    try:
+        return _loads(raw)
+    except _PARSE_ERRORS:
+        raise _bad(path, i, f"({name!r}) has 'args' that are not valid JSON") from None
+
+
+class _Builder:
+    """Turns batches of event objects into a trace's columns, interning names, categories and lanes."""
+
+    def __init__(self, trace: "Trace") -> None:
+        self.t = trace
+        self.name_ix: dict[str, int] = {}
+        self.cat_ix: dict[str, int] = {}
+        self.lane_ix: dict[tuple, int] = {}
+        self.lane_keys: list[tuple] = []
+        self.lane_gpu: list[bool] = []
+        self.lane_cpu: list[bool] = []  # has events that are not the profiler's overhead
+        self.lane_names: dict[tuple, str] = {}
+        self.open_b: dict[tuple, list[tuple[int, dict]]] = {}
+        self.keep_cat: list[bool] = []  # per category: are its args kept
+        self.gpu_cat: list[bool] = []
+        self.cpu_cat: list[bool] = []  # neither GPU nor the profiler's overhead
+        self.i = -1  # index of the last event read, timed or not
+        self.n = 0  # timed events so far
+
+    def _new_cat(self, cat: str) -> int:
+        t = self.t
+        ci = self.cat_ix[cat] = len(t.cats)
+        t.cats.append(cat)
+        g = category_group(cat)
+        t.cat_groups.append(g)
+        self.keep_cat.append(g in _KEEP_ARGS)
+        self.gpu_cat.append(g in GPU_GROUPS)
+        self.cpu_cat.append(g not in GPU_GROUPS and g != OVERHEAD)
+        return ci
+
+    def _new_lane(self, key: tuple) -> int:
+        li = self.lane_ix[key] = len(self.lane_keys)
+        self.lane_keys.append(key)
+        self.lane_gpu.append(False)
+        self.lane_cpu.append(False)
+        return li
+
+    def _store(self, ni: list, ci: list, ts: list, dur: list, li: list, corr: list) -> None:
+        t = self.t
+        t.name.extend(ni)
+        t.cat.extend(ci)
+        t.ts.extend(ts)
+        t.dur.extend(dur)
+        t.lane.extend(li)
+        t.corr.extend(corr)
+
+    def add(self, batch: list, stash: list | None) -> None:
+        """Read one batch of events; ``stash`` holds the args objects cut out of it."""
+        path = self.t.path
+        name_ix, cat_ix, lane_ix = self.name_ix, self.cat_ix, self.lane_ix
+        lane_gpu, lane_cpu, lane_names, open_b = self.lane_gpu, self.lane_cpu, self.lane_names, self.open_b
+        names = self.t.names
+        keep_args = self.t.args
+        keep_cat, gpu_cat, cpu_cat = self.keep_cat, self.gpu_cat, self.cpu_cat
+        limit, corr_limit = _LIMIT, _CORR_LIMIT
+        i, n = self.i, self.n
+        k = 0  # the next cut-out args object
+        escapes = stash.__class__ is _Stash
+        c_name: list[int] = []
+        c_cat: list[int] = []
+        c_ts: list[float] = []
+        c_dur: list[float] = []
+        c_lane: list[int] = []
+        c_corr: list[int] = []
+        last_pid = last_tid = last_li = None  # the lane of the previous event, as a shortcut
+        for e in batch:
+            i += 1
+            if e.__class__ is not dict:
+                raise _bad(path, i, f"is {_a(e)}, not an object")
+            args = e.get("args")
+            if args.__class__ is int and stash is not None:
+                if args != k:
+                    raise _Misaligned
+                args = stash[k]
+                k += 1
+            ph = e.get("ph")
+            if ph == "X":
+                pass
+            elif ph == "B" or ph == "E":
+                if args.__class__ is bytes:
+                    e["args"] = args  # for the "E" that closes it
+            elif ph == "M":
+                if e.get("name") == "thread_name":
+                    if args.__class__ is bytes:
+                        args = _raw_args(path, i, "thread_name", args)
+                    if isinstance(args, dict) and isinstance(args.get("name"), str):
+                        key = (e.get("pid"), e.get("tid"))
+                        if type(key[0]) not in (list, dict) and type(key[1]) not in (list, dict):
+                            lane_names[key] = args["name"]
+                continue
+            elif isinstance(ph, str):
+                continue  # instants, flows, counters: not needed here
+            else:
+                raise _bad(path, i, "has no 'ph' (event type) string")
+            name = e.get("name")
+            ts = e.get("ts")
+            if name.__class__ is not str:
+                if ph != "E":  # an end event takes its name from the begin event
+                    raise _bad(path, i, f"has a name of type {type(name).__name__}; expected a string")
+                name = "end"
+            c = ts.__class__
+            if (c is not float and c is not int) or not -limit < ts < limit:
+                raise _bad(path, i, f"({name!r}) has a 'ts' of {ts!r}; expected a number of microseconds")
+            pid = e.get("pid")
+            tid = e.get("tid")
+            if pid == last_pid and tid == last_tid and last_li is not None:
+                li = last_li
+            else:
+                if type(pid) in (list, dict) or type(tid) in (list, dict):
+                    raise _bad(path, i, f"({name!r}) has a pid or tid that is not a number or string")
+                li = lane_ix.get((pid, tid))
+            if ph == "X":
+                dur = e.get("dur", 0)
+                c = dur.__class__
+                if (c is not float and c is not int) or not 0 <= dur < limit:
+                    raise _bad(path, i, f"({name!r}) has a 'dur' of {dur!r}; expected a non-negative number")
+            elif ph == "B":
+                open_b.setdefault((pid, tid), []).append((i, e))
+                continue
+            else:  # "E" closes the latest "B" on its thread
+                stack = open_b.get((pid, tid))
+                if not stack:
+                    continue
+                _, e = stack.pop()
+                name, dur, ts = e["name"], ts - e["ts"], e["ts"]
+                if dur < 0:
+                    raise _bad(path, i, f"({name!r}) ends before it begins")
+                args = e.get("args")
+            cat = e.get("cat", "")
+            ci = cat_ix.get(cat) if cat.__class__ is str else None
+            if ci is None:
+                if type(cat) is not str:
+                    raise _bad(path, i, f"({name!r}) has a 'cat' of type {type(cat).__name__}; expected a string")
+                ci = self._new_cat(cat)
+            ni = name_ix.get(name)
+            if ni is None:
+                ni = name_ix[name] = len(names)
+                names.append(name)
+            if li is None:
+                li = self._new_lane((pid, tid))
+            last_pid, last_tid, last_li = pid, tid, li
+            if gpu_cat[ci]:
+                lane_gpu[li] = True
+            elif cpu_cat[ci]:
+                lane_cpu[li] = True
+            corr = -1
+            if args is not None:
+                c = args.__class__
+                if c is bytes:  # cut out before parsing: parse it if it is needed
+                    if keep_cat[ci] or b"correlation" in args or (escapes and b"\\u" in args):
+                        args = _raw_args(path, i, name, args)
+                    else:
+                        args = None
+                elif c is not dict:
+                    raise _bad(path, i, f"({name!r}) has 'args' of type {type(args).__name__}; expected an object")
+                if args is not None:
+                    c = args.get("correlation")
+                    if c.__class__ is int and 0 <= c < corr_limit:
+                        corr = c
+                    if keep_cat[ci]:
+                        keep_args[n] = args
+            n += 1
+            c_name.append(ni)
+            c_cat.append(ci)
+            c_ts.append(ts)
+            c_dur.append(dur)
+            c_lane.append(li)
+            c_corr.append(corr)
+        if stash is not None and k != len(stash):
+            raise _Misaligned
+        self._store(c_name, c_cat, c_ts, c_dur, c_lane, c_corr)
+        self.i, self.n = i, n
+
+    def finish(self) -> None:
+        t = self.t
+        if self.i < 0:
+            raise TraceError(f"{t.path}: the trace holds no events")
+        if not self.n:
+            raise TraceError(f"{t.path}: the trace holds no timed events (only metadata, instants or flows)")
+        for li, key in enumerate(self.lane_keys):
+            name = self.lane_names.get(key) or ""
+            gpu = self.lane_gpu[li]
+            profiler = not gpu and not self.lane_cpu[li]
+            if gpu:
+                name = f"GPU {key[0]} stream {key[1]}"
+            elif profiler:
+                name = "profiler overhead"
+            t.lanes.append(Lane(li, key[0], key[1], name, gpu, profiler))
+        t.t0 = t0 = min(t.ts)
+        if t0:
+            ts = t.ts
+            step = 1 << 16
+            t.ts = array("d")
+            for lo in range(0, len(ts), step):
+                t.ts.extend([x - t0 for x in ts[lo:lo + step]])
 
 
 class Trace:
@@ -309,120 +710,21 @@ class Trace:
         self.args: dict[int, dict] = {}
         self.t0 = 0.0  # raw timestamp of the first event, microseconds
         self._parent: array | None = None
+        self._order: array | None = None  # the CPU events in the order nesting visits them
         self._children: dict[int, list[int]] | None = None
-        self._by_corr: dict[int, list[int]] | None = None
+        self._by_corr: dict | None = None  # set once launch calls and GPU work are linked
+        self._launchers: tuple[dict[int, int], dict[int, int]] = ({}, {})  # correlation -> first, second launch call
+        self._work: tuple[dict[int, int], dict[int, list[int]]] = ({}, {})  # correlation -> GPU work: the first; all, if several
+        self._by_cat: list[array] | None = None  # per category: its events' indices
+        self._by_name: list[array] | None = None  # per name: its events' indices
 
     # -- construction --
-    def _build(self, batches: Iterable[list]) -> None:
-        path = self.path
-        name_ix: dict[str, int] = {}
-        cat_ix: dict[str, int] = {}
-        lane_ix: dict[tuple, int] = {}
-        lane_keys: list[tuple] = []
-        lane_gpu: list[bool] = []
-        lane_cpu: list[bool] = []  # has events that are not the profiler's overhead
-        lane_names: dict[tuple, str] = {}
-        open_b: dict[tuple, list[tuple[int, Any]]] = {}
-        names, cats = self.names, self.cats
-        a_name, a_cat, a_ts, a_dur, a_lane, a_corr = self.name, self.cat, self.ts, self.dur, self.lane, self.corr
-        keep_args = self.args
-        groups = self.cat_groups
-        i = -1
-        for batch in batches:
-            for e in batch:
-                i += 1
-                if not isinstance(e, dict):
-                    raise _bad(path, i, f"is a {type(e).__name__}, not an object")
-                ph = e.get("ph")
-                if ph == "X" or ph == "B" or ph == "E":
-                    pass
-                elif ph == "M":
-                    a = e.get("args")
-                    if isinstance(a, dict) and isinstance(a.get("name"), str) and e.get("name") == "thread_name":
-                        lane_names[(e.get("pid"), e.get("tid"))] = a["name"]
-                    continue
-                elif isinstance(ph, str):
-                    continue  # instants, flows, counters: not needed here
-                else:
-                    raise _bad(path, i, "has no 'ph' (event type) string")
-                name = e.get("name")
-                ts = e.get("ts")
-                if not isinstance(name, str):
-                    raise _bad(path, i, f"has a name of type {type(name).__name__}; expected a string")
-                if not _num(ts):
-                    raise _bad(path, i, f"({name!r}) has a 'ts' of {ts!r}; expected a number of microseconds")
-                pid = e.get("pid")
-                tid = e.get("tid")
-                if isinstance(pid, (list, dict)) or isinstance(tid, (list, dict)):
-                    raise _bad(path, i, f"({name!r}) has a pid or tid that is not a number or string")
-                key = (pid, tid)
-                if ph == "X":
-                    dur = e.get("dur", 0)
-                    if not _num(dur) or dur < 0:
-                        raise _bad(path, i, f"({name!r}) has a 'dur' of {dur!r}; expected a non-negative number")
-                elif ph == "B":
-                    open_b.setdefault(key, []).append((i, e))
-                    continue
-                else:  # "E" closes the latest "B" on its thread
-                    stack = open_b.get(key)
-                    if not stack:
-                        continue
-                    _, b = stack.pop()
-                    e, dur = b, ts - b["ts"]
-                    name, ts = b["name"], b["ts"]
-                cat = e.get("cat", "")
-                if not isinstance(cat, str):
-                    raise _bad(path, i, f"({name!r}) has a 'cat' of type {type(cat).__name__}; expected a string")
-                ci = cat_ix.get(cat)
-                if ci is None:
-                    ci = cat_ix[cat] = len(cats)
-                    cats.append(cat)
-                    groups.append(category_group(cat))
-                group = groups[ci]
-                ni = name_ix.get(name)
-                if ni is None:
-                    ni = name_ix[name] = len(names)
-                    names.append(name)
-                li = lane_ix.get(key)
-                if li is None:
-                    li = lane_ix[key] = len(lane_keys)
-                    lane_keys.append(key)
-                    lane_gpu.append(False)
-                    lane_cpu.append(False)
-                if group in GPU_GROUPS:
-                    lane_gpu[li] = True
-                elif group != OVERHEAD:
-                    lane_cpu[li] = True
-                args = e.get("args")
-                corr = -1
-                if args is not None:
-                    if not isinstance(args, dict):
-                        raise _bad(path, i, f"({name!r}) has 'args' of type {type(args).__name__}; expected an object")
-                    c = args.get("correlation")
-                    if isinstance(c, int) and not isinstance(c, bool):
-                        corr = c
-                    if group in GPU_GROUPS or group == OVERHEAD:
-                        keep_args[len(a_ts)] = args
-                a_name.append(ni)
-                a_cat.append(ci)
-                a_ts.append(ts)
-                a_dur.append(dur)
-                a_lane.append(li)
-                a_corr.append(corr)
-        if i < 0:
-            raise TraceError(f"{path}: the trace holds no events")
-        if not a_ts:
-            raise TraceError(f"{path}: the trace holds no timed events (only metadata)")
-        for li, key in enumerate(lane_keys):
-            name = lane_names.get(key) or ""
-            profiler = not lane_gpu[li] and not lane_cpu[li]
-            if lane_gpu[li]:
-                name = f"GPU {key[0]} stream {key[1]}"
-            elif profiler:
-                name = "profiler overhead"
-            self.lanes.append(Lane(li, key[0], key[1], name, lane_gpu[li], profiler))
-        self.t0 = t0 = min(a_ts)
-        self.ts = array("d", [t - t0 for t in a_ts])
+    def _build(self, batches: Iterable[tuple[list, list | None]]) -> None:
+        b = _Builder(self)
+        for batch, stash in batches:
+            b.add(batch, stash)
+            del batch, stash
+        b.finish()
 
     # -- basic access --
     def __len__(self) -> int:
@@ -458,6 +760,22 @@ class Trace:
     def is_gpu(self, i: int) -> bool:
         return self.lanes[self.lane[i]].is_gpu
 
+    def _index(self) -> list[array]:
+        if self._by_cat is None:
+            by: list[list[int]] = [[] for _ in self.cats]
+            for i, c in enumerate(self.cat):
+                by[c].append(i)
+            self._by_cat = [array("l", x) for x in by]
+        return self._by_cat
+
+    def _name_index(self) -> list[array]:
+        if self._by_name is None:
+            by: list[list[int]] = [[] for _ in self.names]
+            for i, c in enumerate(self.name):
+                by[c].append(i)
+            self._by_name = [array("l", x) for x in by]
+        return self._by_name
+
     def indices(self, groups: Iterable[str] | None = None, name: str | None = None,
                 prefix: str | None = None, contains: str | None = None) -> list[int]:
         """Indices of events in these groups and/or with this name (exact, prefix or part)."""
@@ -472,13 +790,19 @@ class Trace:
             want_names = {ni for ni, n in enumerate(self.names) if n.startswith(prefix)}
         elif contains is not None:
             want_names = {ni for ni, n in enumerate(self.names) if contains in n}
-        if want_names is not None and not want_names:
-            return []
-        cat, nm = self.cat, self.name
-        return [
-            i for i in range(len(self.ts))
-            if (want_cats is None or cat[i] in want_cats) and (want_names is None or nm[i] in want_names)
-        ]
+        if want_names is not None:
+            if not want_names:
+                return []
+            by = self._name_index()
+            idx = _merged([by[ni] for ni in want_names])
+            if want_cats is not None:
+                cat = self.cat
+                idx = [i for i in idx if cat[i] in want_cats]
+            return idx
+        if want_cats is not None:
+            by = self._index()
+            return _merged([by[ci] for ci in want_cats])
+        return list(range(len(self.ts)))
 
     def events(self, groups: Iterable[str] | None = None, name: str | None = None,
                prefix: str | None = None, contains: str | None = None) -> list[Event]:
@@ -511,31 +835,43 @@ class Trace:
 
     # -- nesting on CPU threads --
     def _nest(self) -> None:
+        with _gc_paused():
+            self._nest_lanes()
+
+    def _nest_lanes(self) -> None:
         n = len(self.ts)
         parent = array("l", [-1]) * n
-        children: dict[int, list[int]] = {}
+        order = array("l")  # the CPU events in the order visited
         ts, dur, lane = self.ts, self.dur, self.lane
         on_cpu = [not (ln.is_gpu or ln.is_profiler) for ln in self.lanes]
-        cpu = [i for i in range(n) if on_cpu[lane[i]]]
-        # Outer events first when two start together: longer first.
-        cpu.sort(key=lambda i: (lane[i], ts[i], -dur[i]))
-        stack: list[int] = []
-        cur_lane = -1
-        for i in cpu:
-            if lane[i] != cur_lane:
-                stack.clear()
-                cur_lane = lane[i]
-            start = ts[i]
-            end = start + dur[i]
-            # 1 ns of slack: the exported times are rounded to the microsecond's thousandth
-            while stack and ts[stack[-1]] + dur[stack[-1]] < end - 1e-3:
-                stack.pop()
-            if stack:
-                p = stack[-1]
-                parent[i] = p
-                children.setdefault(p, []).append(i)
-            stack.append(i)
-        self._parent, self._children = parent, children
+        per_lane: dict[int, list[int]] = {}
+        for i, li in enumerate(lane):
+            if on_cpu[li]:
+                x = per_lane.get(li)
+                if x is None:
+                    per_lane[li] = [i]
+                else:
+                    x.append(i)
+        for li in sorted(per_lane):
+            idx = per_lane[li]
+            # In time order; outer events first when two start together: longer first.
+            visit = sorted(zip([ts[i] for i in idx], [-dur[i] for i in idx], idx))
+            stack: list[int] = []
+            ends: list[float] = []
+            pop_s, pop_e, push_s, push_e = stack.pop, ends.pop, stack.append, ends.append
+            for start, minus_dur, i in visit:
+                end = start - minus_dur
+                # 1 ns of slack: the exported times are rounded to the microsecond's thousandth
+                lim = end - 1e-3
+                while ends and ends[-1] < lim:
+                    pop_s()
+                    pop_e()
+                if stack:
+                    parent[i] = stack[-1]
+                push_s(i)
+                push_e(end)
+            order.extend([v[2] for v in visit])
+        self._parent, self._order = parent, order
 
     def parent(self, i: int) -> int:
         """Index of the event that encloses ``i`` on its CPU thread, or -1."""
@@ -546,7 +882,19 @@ class Trace:
     def children(self, i: int) -> list[int]:
         """Events directly inside ``i`` on its CPU thread, in time order."""
         if self._children is None:
-            self._nest()
+            if self._parent is None:
+                self._nest()
+            children: dict[int, list[int]] = {}
+            parent = self._parent
+            for j in self._order:
+                p = parent[j]
+                if p >= 0:
+                    x = children.get(p)
+                    if x is None:
+                        children[p] = [j]
+                    else:
+                        x.append(j)
+            self._children = children
         return self._children.get(i, [])
 
     def ancestors(self, i: int) -> list[int]:
@@ -567,15 +915,38 @@ class Trace:
             todo.extend(reversed(self.children(j)))
         return out
 
+
     # -- launch call <-> GPU work --
     def _link(self) -> None:
-        by: dict[int, list[int]] = {}
-        corr = self.corr
-        for i in range(len(corr)):
-            c = corr[i]
-            if c >= 0:
-                by.setdefault(c, []).append(i)
-        self._by_corr = by
+        # correlation -> the first launch call (runtime or driver, on a CPU lane) and the
+        # first piece of GPU work (kernel, copy, fill) with it; the rare others aside
+        launcher: dict[int, int] = {}
+        launcher2: dict[int, int] = {}
+        work: dict[int, int] = {}
+        more_work: dict[int, list[int]] = {}
+        gpu_lane = [ln.is_gpu for ln in self.lanes]
+        launch_cat = [g in (RUNTIME, DRIVER) for g in self.cat_groups]
+        work_cat = [g in GPU_WORK for g in self.cat_groups]
+        cat, lane, corr = self.cat, self.lane, self.corr
+        with _gc_paused():
+            for i in compress(range(len(corr)), map(ge, corr, repeat(0))):
+                c = corr[i]
+                if gpu_lane[lane[i]]:
+                    if work_cat[cat[i]]:
+                        if c not in work:
+                            work[c] = i
+                        elif c in more_work:
+                            more_work[c].append(i)
+                        else:
+                            more_work[c] = [work[c], i]
+                elif launch_cat[cat[i]]:
+                    if c not in launcher:
+                        launcher[c] = i
+                    elif c not in launcher2:
+                        launcher2[c] = i
+        self._launchers = (launcher, launcher2)
+        self._work = (work, more_work)
+        self._by_corr = {}  # linked
 
     def gpu_work_of(self, i: int) -> list[int]:
         """The kernels, copies and fills that launch call ``i`` started."""
@@ -584,7 +955,13 @@ class Trace:
         c = self.corr[i]
         if c < 0:
             return []
-        return [j for j in self._by_corr.get(c, ()) if j != i and self.is_gpu(j) and self.group_of(j) in GPU_WORK]
+        work, more = self._work
+        j = work.get(c)
+        if j is None:
+            return []
+        if c in more:
+            return [x for x in more[c] if x != i]
+        return [j] if j != i else []
 
     def launch_of(self, j: int) -> int:
         """The CPU-side call that started GPU work ``j``, or -1."""
@@ -593,10 +970,34 @@ class Trace:
         c = self.corr[j]
         if c < 0:
             return -1
-        for i in self._by_corr.get(c, ()):
-            if i != j and not self.is_gpu(i) and self.group_of(i) in (RUNTIME, DRIVER):
-                return i
-        return -1
+        first, second = self._launchers
+        i = first.get(c, -1)
+        if i != j:
+            return i
+        return second.get(c, -1)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cycle collection while many small objects are made that live on (it would walk them again and again)."""
+    collect = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collect:
+            gc.enable()
+
+
+def _merged(runs: list[array]) -> list[int]:
+    """One ascending list from ascending runs of indices."""
+    if len(runs) == 1:
+        return runs[0].tolist()
+    out: list[int] = []
+    for r in runs:
+        out.extend(r)
+    out.sort()
+    return out
 
 
 def read_trace(path: str | os.PathLike) -> Trace:
@@ -605,25 +1006,49 @@ def read_trace(path: str | os.PathLike) -> Trace:
     Raises :class:`TraceError` for a missing, empty, truncated or foreign file.
     """
     path = Path(path)
-    data = _read_bytes(path)
-    header, batches = _iter_event_batches(path, data)
-    trace = Trace(path)
-    trace._build(batches)
-    del data
+    collect = gc.isenabled()
+    gc.disable()  # the parser makes millions of objects that die young: no cycles to look for
+    try:
+        try:
+            return _read(path, cut=True)
+        except _Misaligned:
+            return _read(path, cut=False)
+    finally:
+        if collect:
+            gc.enable()
+
+
+def _read(path: Path, cut: bool) -> Trace:
+    text, close = _open_text(path)
+    try:
+        header, batches = _iter_event_batches(path, text, cut)
+        trace = Trace(path)
+        trace._build(batches)
+    finally:
+        close()
     trace.meta = header
     return trace
 
 
 def lane_spans(trace: Trace, idx: Iterable[int]) -> list[tuple[float, float]]:
     """Merged [start, end) intervals covered by these events."""
-    spans = sorted((trace.ts[i], trace.ts[i] + trace.dur[i]) for i in idx)
+    ts, dur = trace.ts, trace.dur
+    idx = idx if isinstance(idx, (list, array)) else list(idx)
     out: list[tuple[float, float]] = []
-    for s, e in spans:
-        if out and s <= out[-1][1]:
-            if e > out[-1][1]:
-                out[-1] = (out[-1][0], e)
-        else:
-            out.append((s, e))
+    with _gc_paused():
+        starts = list(map(ts.__getitem__, idx))
+        spans = sorted(zip(starts, map(add, starts, map(dur.__getitem__, idx))))
+        if not spans:
+            return out
+        lo, hi = spans[0]
+        for s, e in spans:
+            if s <= hi:
+                if e > hi:
+                    hi = e
+            else:
+                out.append((lo, hi))
+                lo, hi = s, e
+        out.append((lo, hi))
     return out
 
 

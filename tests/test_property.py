@@ -1,0 +1,316 @@
+"""Whatever is done to a real trace, the reader and the facts either work or say TraceError.
+
+Hypothesis takes a real trace (an H200 reference trace, and the ROCm trace
+from HTA's test data when it is there), mutates it (drops fields, puts values
+of the wrong type in them, deletes, duplicates and shuffles events, nests
+garbage, cuts the bytes short or damages them), writes it (plain or gzip),
+and reads it with the reader's large-trace machinery switched on or off.
+Nothing but TraceError may come out: no KeyError, TypeError, IndexError,
+ZeroDivisionError... And where the JSON stays well formed, reading it a few
+hundred bytes at a time must give exactly what reading it in one go gives.
+"""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import importlib.util
+import json
+import math
+import os
+import random
+import re
+import sys
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from helpers import trace as trace_mod
+from helpers.facts import summarize
+from helpers.report import summary_text
+
+ROOT = Path(__file__).resolve().parent.parent
+H200 = ROOT / "traces" / "reference" / "nvidia-h200" / "64_bf16_cold_eager_s0-0-3.json"
+ROCM = ROOT.parent / "shared" / "external-traces" / "hta_amd_trace_mi250_minitoy_train_ROCm6_2_kineto.json.gz"
+
+FIELDS = ["ph", "name", "cat", "ts", "dur", "pid", "tid", "args", "id"]
+ARG_KEYS = ["correlation", "External id", "grid", "block", "registers per thread", "shared memory", "bytes",
+            "name", "device", "stream"]
+PHASES = ["X", "B", "E", "M", "i", "f", "s", "C", "", "x"]
+
+garbage = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=8)
+    | st.sampled_from(["thread_name", "X", "ProfilerStep#1", "cudaLaunchKernel", "kernel", "cuda_runtime"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=8,
+)
+index = st.integers(min_value=0, max_value=10**6)
+
+NAMES = ["ProfilerStep#5", "ProfilerStep#x", "cudaDeviceSynchronize", "cudaLaunchKernel", "hipLaunchKernel",
+         "Activity Buffer Request", "## Call CompiledFxGraph fabc ##", "Torch-Compiled Region: 0/0", "aten::mm",
+         "Memcpy HtoD", "my_annotation", "", "triton_poi_fused_0", "ncclKernel_AllReduce"]
+CATS = ["kernel", "Kernel", "cuda_runtime", "cuda_driver", "cpu_op", "user_annotation", "gpu_memcpy", "gpu_memset",
+        "gpu_user_annotation", "overhead", "python_function", "cuda_profiler_range", "Trace", ""]
+
+structural = st.one_of(
+    st.tuples(st.just("set_field"), index, st.just("name"), st.sampled_from(NAMES)),
+    st.tuples(st.just("set_field"), index, st.just("cat"), st.sampled_from(CATS)),
+    st.tuples(st.just("set_field"), index, st.just("dur"), st.sampled_from([0, 0.0005, 1, 1e9])),
+    st.tuples(st.just("copy_field"), index, index, st.sampled_from(["ts", "pid", "tid", "dur", "name", "cat"])),
+    st.tuples(st.just("drop_field"), index, st.sampled_from(FIELDS)),
+    st.tuples(st.just("set_field"), index, st.sampled_from(FIELDS), garbage),
+    st.tuples(st.just("set_arg"), index, st.sampled_from(ARG_KEYS), garbage),
+    st.tuples(st.just("set_ph"), index, st.sampled_from(PHASES)),
+    st.tuples(st.just("shift_ts"), index, st.sampled_from([-1e9, -5.0, -0.001, 0.0, 0.5, 1e6, 1e15, 1e300])),
+    st.tuples(st.just("copy_corr"), index, index),
+    st.tuples(st.just("delete"), index),
+    st.tuples(st.just("duplicate"), index),
+    st.tuples(st.just("shuffle"), st.integers(min_value=0, max_value=2**32)),
+    st.tuples(st.just("replace_event"), index, garbage),
+    st.tuples(st.just("nest"), index, st.integers(min_value=1, max_value=1500),
+              st.sampled_from(["deep", "grid", "block", "registers per thread", "name"])),
+    st.tuples(st.just("top"), st.sampled_from(["traceEvents", "deviceProperties", "baseTimeNanoseconds",
+                                                 "distributedInfo", "schemaVersion"]), garbage),
+    st.tuples(st.just("drop_top"), st.sampled_from(["traceEvents", "deviceProperties", "baseTimeNanoseconds"])),
+    st.tuples(st.just("bare_list")),
+)
+damage = st.one_of(
+    st.tuples(st.just("truncate"), st.floats(min_value=0, max_value=1)),
+    st.tuples(st.just("flip"), st.floats(min_value=0, max_value=1), st.integers(min_value=0, max_value=255)),
+)
+
+_docs: dict[Path, dict] = {}
+
+
+def base(path: Path) -> dict:
+    if path not in _docs:
+        if not path.exists():
+            pytest.skip(f"{path.parent} is absent: the external traces live beside the clone in CI")
+        data = gzip.open(path).read() if path.suffix == ".gz" else path.read_bytes()
+        _docs[path] = json.loads(data)
+    return copy.deepcopy(_docs[path])
+
+
+def mutate(doc, ops: list) -> object:
+    """Apply structural mutations to a parsed trace; returns the new document."""
+    for op in ops:
+        events = doc.get("traceEvents") if isinstance(doc, dict) else doc
+        kind = op[0]
+        if kind == "top":
+            if isinstance(doc, dict):
+                doc[op[1]] = op[2]
+            continue
+        if kind == "drop_top":
+            if isinstance(doc, dict):
+                doc.pop(op[1], None)
+            continue
+        if kind == "bare_list":
+            if isinstance(doc, dict) and isinstance(events, list):
+                doc = events
+            continue
+        if not isinstance(events, list) or not events:
+            continue
+        if kind == "shuffle":
+            random.Random(op[1]).shuffle(events)
+            continue
+        k = op[1] % len(events)
+        e = events[k]
+        if kind == "delete":
+            del events[k]
+        elif kind == "duplicate":
+            events.insert(k, copy.deepcopy(e) if isinstance(e, (dict, list)) else e)
+        elif kind == "replace_event":
+            events[k] = op[2]
+        elif not isinstance(e, dict):
+            continue
+        elif kind == "drop_field":
+            e.pop(op[2], None)
+        elif kind == "set_field":
+            e[op[2]] = op[3]
+        elif kind == "set_arg":
+            if not isinstance(e.get("args"), dict):
+                e["args"] = {}
+            e["args"][op[2]] = op[3]
+        elif kind == "set_ph":
+            e["ph"] = op[2]
+        elif kind == "shift_ts":
+            if isinstance(e.get("ts"), (int, float)) and not isinstance(e.get("ts"), bool):
+                e["ts"] = e["ts"] + op[2]
+        elif kind == "copy_field":  # e.g. two events at one time, or an event moved to another lane
+            other = events[op[2] % len(events)]
+            if isinstance(other, dict) and op[3] in other:
+                e[op[3]] = copy.deepcopy(other[op[3]])
+        elif kind == "copy_corr":  # two events with one correlation id
+            other = events[op[2] % len(events)]
+            if isinstance(other, dict) and isinstance(other.get("args"), dict):
+                e.setdefault("args", {})
+                if isinstance(e["args"], dict):
+                    e["args"]["correlation"] = other["args"].get("correlation")
+        elif kind == "nest":  # garbage nested deep inside the args: written out by serialize()
+            if isinstance(e.get("args"), dict):
+                e["args"][op[3]] = f"__DEEP_{op[2]}__"
+    return doc
+
+
+def _deep(m: re.Match) -> bytes:
+    depth = int(m.group(1))
+    opens = b"".join(b"[" if d % 2 else b'{"k":' for d in range(depth))
+    closes = b"".join(b"]" if d % 2 else b"}" for d in reversed(range(depth)))
+    return opens + b'"x"' + closes
+
+
+def serialize(doc, layout: str) -> bytes:
+    return re.sub(rb'"__DEEP_(\d+)__"', _deep, _serialize(doc, layout))
+
+
+def _serialize(doc, layout: str) -> bytes:
+    if layout == "compact":
+        return json.dumps(doc, separators=(",", ":")).encode()
+    if layout == "kineto" and isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
+        head = {k: v for k, v in doc.items() if k != "traceEvents"}
+        rows = ",\n".join("  " + json.dumps(e, indent=1).replace("\n", "\n  ") for e in doc["traceEvents"])
+        top = "".join(f'  "{k}": {json.dumps(v)},\n' for k, v in head.items())
+        return ("{\n" + top + '  "traceEvents": [\n' + rows + "\n  ]\n}").encode()
+    return json.dumps(doc).encode()
+
+
+def apply_damage(data: bytes, ops: list) -> bytes:
+    for op in ops:
+        if not data:
+            break
+        if op[0] == "truncate":
+            data = data[: int(len(data) * op[1])]
+        else:
+            k = min(int(len(data) * op[1]), len(data) - 1)
+            data = data[:k] + bytes([op[2]]) + data[k + 1:]
+    return data
+
+
+def _without_orjson():
+    """A second copy of the reader, loaded while orjson cannot be imported: the json module's path."""
+    saved = sys.modules.get("orjson")
+    sys.modules["orjson"] = None  # `import orjson` raises ImportError
+    try:
+        spec = importlib.util.spec_from_file_location("trace_json_only", trace_mod.__file__)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod  # dataclasses look their module up there
+        spec.loader.exec_module(mod)
+    finally:
+        if saved is None:
+            del sys.modules["orjson"]
+        else:
+            sys.modules["orjson"] = saved
+    assert mod.PARSER == "json"
+    return mod
+
+
+READERS = {"orjson": trace_mod, "json": _without_orjson()}
+
+
+@contextmanager
+def small_chunks(on: bool, mod=trace_mod):
+    """Make the reader take any file as a large one: a few hundred bytes a batch."""
+    saved = mod._SMALL, mod._CHUNK, mod._BLOCK
+    if on:
+        mod._SMALL, mod._CHUNK, mod._BLOCK = 1000, 700, 333
+    try:
+        yield
+    finally:
+        mod._SMALL, mod._CHUNK, mod._BLOCK = saved
+
+
+def outcome(path: Path, chunked: bool, parser: str = "orjson"):
+    """The columns and the summary, or the TraceError: nothing else may come out."""
+    mod = READERS[parser]
+    with small_chunks(chunked, mod):
+        try:
+            t = mod.read_trace(path)
+        except mod.TraceError as e:
+            assert isinstance(e, ValueError)
+            assert str(path) in str(e) and "\n" not in str(e)
+            return None
+    s = summarize(t)
+    js = s.to_json()
+    json.dumps(js, default=str)
+    if s.balance.verdict is None or s.balance.gpu_busy_share is not None:  # see test_robustness: report.py
+        summary_text(s)  # what the command line prints
+    assert js["events"] == len(t) > 0
+    assert all(math.isfinite(x) for x in t.ts) and all(x >= 0 for x in t.dur)
+    for i in range(min(len(t), 50)):  # the per-event view holds up too
+        ev = t[i]
+        assert ev.end >= ev.start
+    lanes = [(ln.pid, ln.tid, ln.name, ln.is_gpu, ln.is_profiler) for ln in t.lanes]
+    return (t.names, t.cats, lanes, list(t.name), list(t.cat), list(t.ts), list(t.dur), list(t.lane),
+            list(t.corr), t.args, t.meta), js
+
+
+SETTINGS = settings(max_examples=int(os.environ.get("PROPERTY_EXAMPLES", "200")), deadline=None, database=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@pytest.mark.parametrize("source", [H200, ROCM], ids=["h200", "rocm"])
+@SETTINGS
+@given(ops=st.lists(structural, max_size=6), harm=st.lists(damage, max_size=2),
+       layout=st.sampled_from(["plain", "compact", "kineto"]), gz=st.booleans(), chunked=st.booleans(),
+       parser=st.sampled_from(["orjson", "orjson", "json"]))
+def test_mutated_traces_read_or_raise_trace_error(source, ops, harm, layout, gz, chunked, parser):
+    doc = mutate(base(source), ops)
+    data = apply_damage(serialize(doc, layout), harm)
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / ("t.json.gz" if gz else "t.json")
+        path.write_bytes(gzip.compress(data, compresslevel=1) if gz else data)
+        outcome(path, chunked, parser)
+
+
+@pytest.mark.parametrize("source", [H200, ROCM], ids=["h200", "rocm"])
+@SETTINGS
+@given(ops=st.lists(structural, max_size=6), cut=st.floats(min_value=0, max_value=1) | st.just(1.0),
+       layout=st.sampled_from(["compact", "kineto"]))
+def test_reading_in_small_chunks_gives_what_reading_whole_gives(source, ops, cut, layout):
+    doc = mutate(base(source), ops)
+    data = serialize(doc, layout)
+    data = data[: int(len(data) * cut)]
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "t.json"
+        path.write_bytes(data)
+        whole = outcome(path, chunked=False)
+        chunked = outcome(path, chunked=True)
+    assert (whole is None) == (chunked is None)
+    if whole is not None:
+        assert whole[0] == chunked[0]
+        assert whole[1] == chunked[1]
+
+
+# Made-up traces whose every value has the right type: they get past the reader and test the facts.
+made_up_event = st.fixed_dictionaries(
+    {"ph": st.sampled_from(["X", "X", "X", "B", "E", "M", "f"]),
+     "name": st.sampled_from(NAMES + ["thread_name"]),
+     "cat": st.sampled_from(CATS),
+     "pid": st.sampled_from([0, 1, "Spans", -1]),
+     "tid": st.sampled_from([0, 7, "stream 7", 1]),
+     "ts": st.sampled_from([0, 0, 1, 2.5, 3, 10, 1e6]),
+     "dur": st.sampled_from([0, 0, 1, 2, 7.5])},
+    optional={"args": st.fixed_dictionaries({}, optional={
+        "correlation": st.sampled_from([1, 2, 3, -1, 0]),
+        "name": st.sampled_from(["main", "worker"]),
+        "grid": garbage, "block": garbage, "registers per thread": garbage, "shared memory": garbage,
+        "bytes": garbage, "est. achieved occupancy %": garbage})},
+)
+
+
+@SETTINGS
+@given(events=st.lists(made_up_event, min_size=1, max_size=40),
+       props=st.lists(st.fixed_dictionaries({}, optional={"name": garbage, "regsPerMultiprocessor": garbage}),
+                      max_size=2),
+       chunked=st.booleans(), parser=st.sampled_from(["orjson", "json"]))
+def test_made_up_traces_read_or_raise_trace_error(events, props, chunked, parser):
+    doc = {"deviceProperties": props, "traceEvents": events}
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "t.json"
+        path.write_bytes(serialize(doc, "kineto"))
+        outcome(path, chunked, parser)

@@ -1,0 +1,633 @@
+"""The reader on traces nobody on this project wrote, and on broken input.
+
+Every real trace must summarize, from Python and from the command line; every
+broken file must fail the same way: a TraceError (a ValueError) naming the
+file and the problem, and on the command line exit status 2 with one line on
+stderr. The large-trace machinery (parsing a few MB at a time, cutting out the
+args nobody reads, the fallback to the json module) must give exactly what
+the plain path gives.
+"""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import importlib.util
+import io
+import json
+import subprocess
+import sys
+from collections import Counter
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from helpers import trace as trace_mod
+from helpers.__main__ import main
+from helpers.facts import kernels, summarize
+from helpers.trace import KERNEL, MEMCPY, RUNTIME, TraceError, read_trace
+
+ROOT = Path(__file__).resolve().parent.parent
+EXTERNAL = ROOT.parent / "shared" / "external-traces"
+H200 = ROOT / "traces" / "reference" / "nvidia-h200"
+BIG = "hta_trace_diff_control_control.json.gz"
+ABSENT = f"{EXTERNAL} is absent: the external traces live beside the clone in CI, not in a user's clone"
+
+
+def external_files() -> list:
+    if not EXTERNAL.is_dir():
+        return [pytest.param(None, id="absent", marks=pytest.mark.skip(reason=ABSENT))]
+    return sorted(EXTERNAL.glob("*.json*"), key=lambda p: p.name)
+
+
+def ext(name: str) -> Path:
+    if not EXTERNAL.is_dir():
+        pytest.skip(ABSENT)
+    return EXTERNAL / name
+
+
+def raw_doc(path: Path):
+    """The trace as the json module reads it: the tests' independent view."""
+    data = gzip.open(path).read() if path.suffix == ".gz" else path.read_bytes()
+    return json.loads(data)
+
+
+def raw_events(path: Path) -> list[dict]:
+    doc = raw_doc(path)
+    return doc["traceEvents"] if isinstance(doc, dict) else doc
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "helpers", "summarize", *map(str, args)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+
+
+def columns(t) -> tuple:
+    """Everything the reader produced, in plain Python values."""
+    lanes = [(ln.index, ln.pid, ln.tid, ln.name, ln.is_gpu, ln.is_profiler) for ln in t.lanes]
+    return (t.names, t.cats, t.cat_groups, lanes, list(t.name), list(t.cat), list(t.ts), list(t.dur),
+            list(t.lane), list(t.corr), t.args, t.meta, t.t0)
+
+
+# --- real traces written by others ---------------------------------------------------
+
+
+@pytest.mark.parametrize("path", external_files(), ids=lambda p: getattr(p, "name", str(p)))
+def test_every_external_trace_summarizes(path):
+    t = read_trace(path)
+    s = summarize(t)
+    timed = [e for e in raw_events(path) if e.get("ph") == "X"]
+    assert s.events == len(t) == len(timed)
+    assert s.to_json()["events"] == len(timed)
+    # the GPU work the summary counts is every timed event on the GPU side in a GPU-work category
+    gpu_cats = {"kernel", "gpu_memcpy", "gpu_memset", "cuda_profiler_range"}
+    assert sum(k.count for k in s.kernels) == sum(1 for e in timed if e.get("cat", "").lower() in gpu_cats)
+
+
+@pytest.mark.parametrize("path", external_files(), ids=lambda p: getattr(p, "name", str(p)))
+def test_every_external_trace_through_the_command_line(path):
+    text = cli(path)
+    assert text.returncode == 0, text.stderr
+    assert text.stderr == ""
+    assert f"trace: {path}" in text.stdout and "CPU against GPU:" in text.stdout
+    js = cli(path, "--json")
+    assert js.returncode == 0, js.stderr
+    assert js.stderr == ""
+    out = json.loads(js.stdout)
+    assert {"device", "steps", "kernels", "memcpy", "runtime_calls", "verdict"} <= out.keys()
+    assert out["events"] == sum(1 for e in raw_events(path) if e.get("ph") == "X")
+
+
+def test_rocm_counts_hip_kernels_as_gpu_work():
+    path = ext("hta_amd_trace_mi250_minitoy_train_ROCm6_2_kineto.json.gz")
+    raw = raw_events(path)
+    s = summarize(read_trace(path))
+    kernels_raw = [e for e in raw if e.get("ph") == "X" and e.get("cat") == "kernel"]
+    assert kernels_raw and sum(k.count for k in s.kernels) >= len(kernels_raw) > 0
+    calls = {c.name: c for c in s.calls}
+    assert "hipLaunchKernel" in calls
+    assert calls["hipLaunchKernel"].count == sum(1 for e in raw if e.get("name") == "hipLaunchKernel")
+    assert calls["hipLaunchKernel"].launches_gpu_work > 0  # HIP launches link to their kernels
+    assert s.verdict in ("compute-bound", "overhead-bound")
+    assert s.device and "AMD" in s.device
+    out = json.loads(cli(path, "--json").stdout)
+    assert out["verdict"] == s.verdict and out["runtime_calls"]["hipLaunchKernel"] == calls["hipLaunchKernel"].count
+
+
+def test_cpu_only_trace_has_no_gpu_section():
+    path = ext("hta_cpu_only_rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz")
+    t = read_trace(path)
+    s = summarize(t)
+    assert not t.has_gpu
+    assert s.kernels == [] and s.kinds == [] and s.copies == []
+    assert s.verdict is None and s.balance.ratio is None and s.latency is None
+    assert s.balance.self_cpu_us > 0
+    text = cli(path).stdout
+    assert "no GPU work in this trace: no verdict" in text and "GPU work by kind" not in text
+    out = json.loads(cli(path, "--json").stdout)
+    assert out["kernels"] == [] and out["verdict"] is None
+
+
+def test_triton_kernel_is_of_kind_triton():
+    path = ext("hta_triton_example_triton_example.json.gz")
+    s = summarize(read_trace(path))
+    triton = [k for k in s.kernels if k.kind == "triton"]
+    assert triton and all(k.name.startswith("triton") for k in triton)
+    assert any(k.kind == "triton" for k in s.kinds)
+
+
+def test_nccl_kernels_are_collectives():
+    path = ext("hta_nccl_parser_config_nccl_data.json.gz")
+    raw = raw_events(path)
+    s = summarize(read_trace(path))
+    coll = [k for k in s.kernels if k.kind == "collective"]
+    assert coll and all("nccl" in k.name.lower() for k in coll)
+    n_raw = sum(1 for e in raw if e.get("ph") == "X" and e.get("cat") == "kernel" and "nccl" in e["name"].lower())
+    assert sum(k.count for k in coll) == n_raw > 0
+
+
+def test_cupti_counter_ranges_load_as_gpu_work():
+    path = ext("hta_cupti_profiler_benchmark_result_924719_1679055439_trace.json.gz")
+    raw = [e for e in raw_events(path) if e.get("ph") == "X" and e.get("cat") == "cuda_profiler_range"]
+    t = read_trace(path)
+    ranges = t.indices((KERNEL,))
+    assert len(ranges) == len(raw) > 0
+    # their counters are kept, as a kernel's launch resources are
+    assert all(any(k.startswith("smsp__") for k in t.args.get(j, {})) for j in ranges)
+    s = summarize(t)
+    assert sum(k.count for k in s.kernels) == len(raw)
+
+
+def test_plain_json_with_two_threads():
+    path = ext("hta_call_stack_backward_thread.json")
+    t = read_trace(path)
+    assert path.suffix == ".json" and len(t) == len([e for e in raw_events(path) if e.get("ph") == "X"])
+    cpu_lanes = {t.lane[i] for i in range(len(t)) if not t.is_gpu(i)}
+    assert len(cpu_lanes) == 2  # forward and backward threads
+    assert summarize(t).verdict is not None
+
+
+def test_large_trace_counts_match_the_json_module():
+    path = ext(BIG)
+    raw = [e for e in raw_events(path) if e.get("ph") == "X"]
+    by_cat = Counter(e["cat"] for e in raw)
+    t = read_trace(path)
+    s = summarize(t)
+    assert len(t) == len(raw) == 74937
+    assert len(t.indices((KERNEL,))) == by_cat["kernel"] == 8568
+    assert len(t.indices((RUNTIME,))) == by_cat["cuda_runtime"] == 24692
+    assert len(t.indices((MEMCPY,))) == by_cat["gpu_memcpy"]
+    assert sum(c.count for c in s.calls) == by_cat["cuda_runtime"]
+    assert sum(k.count for k in s.kernels) == by_cat["kernel"] + by_cat["gpu_memcpy"] + by_cat["gpu_memset"]
+    assert [x.name for x in s.steps] == sorted({e["name"] for e in raw if e["name"].startswith("ProfilerStep#")})
+    names = Counter(e["name"] for e in raw if e["cat"] == "cuda_runtime")
+    assert {c.name: c.count for c in s.calls} == dict(names)
+    # every correlation id came through
+    corr = Counter(e["args"]["correlation"] for e in raw if "correlation" in e.get("args", {}))
+    assert Counter(c for c in t.corr if c >= 0) == corr
+    # and the args of every kernel
+    first = next(i for i in t.indices((KERNEL,)))
+    assert t.args[first] == next(e["args"] for e in raw if e["cat"] == "kernel")
+
+
+def test_large_trace_whole_and_chunked_give_the_same(monkeypatch):
+    path = ext(BIG)
+    chunked = read_trace(path)
+    assert len(path.read_bytes()) < trace_mod._SMALL < 35_000_000  # gzip: the text is what counts
+    monkeypatch.setattr(trace_mod, "_SMALL", 1 << 40)  # the whole document in one go
+    whole = read_trace(path)
+    assert columns(chunked) == columns(whole)
+    assert summarize(chunked).to_json() == summarize(whole).to_json()
+
+
+# --- the large-trace machinery gives what the plain path gives -----------------------
+
+
+def _kineto_like(events: list[dict], meta: dict) -> bytes:
+    """A trace laid out as Kineto writes it: one field group a line, args on their own lines."""
+    out = ["{"] + [f'  "{k}": {json.dumps(v)},' for k, v in meta.items()] + ['  "traceEvents": [']
+    rows = []
+    for e in events:
+        head = {k: v for k, v in e.items() if k != "args"}
+        row = "  {\n    " + json.dumps(head)[1:-1]
+        if "args" in e:
+            row += ',\n    "args": ' + json.dumps(e["args"], indent=2).replace("\n", "\n    ")
+        rows.append(row + "\n  }")
+    return ("\n".join(out) + "\n" + ",\n".join(rows) + "\n  ],\n  \"traceName\": \"x\"\n}\n").encode()
+
+
+def _grow(src: Path, size: int) -> tuple[list[dict], dict]:
+    """The events of a real trace, repeated (shifted in time and ids) to about ``size`` bytes."""
+    doc = raw_doc(src)
+    events = doc.pop("traceEvents")
+    meta = [e for e in events if e.get("ph") == "M"]
+    rest = [e for e in events if e.get("ph") != "M"]
+    per_copy = len(json.dumps(rest))
+    span = max(e.get("ts", 0) + e.get("dur", 0) for e in rest) - min(e.get("ts", 0) for e in rest) + 100
+    out = list(meta)
+    for r in range(size // per_copy + 1):
+        for e in rest:
+            e = copy.deepcopy(e)
+            if "ts" in e:
+                e["ts"] += r * span
+            a = e.get("args")
+            if isinstance(a, dict) and isinstance(a.get("correlation"), int):
+                a["correlation"] += r * 1_000_000
+            out.append(e)
+    return out, doc
+
+
+@pytest.fixture(scope="session")
+def big_trace(tmp_path_factory) -> Path:
+    """A >8 MB trace (the chunked path) grown from an H200 reference trace."""
+    events, meta = _grow(H200 / "attn-sdpa-math1024_bf16_warm_eager.json", 9 << 20)
+    path = tmp_path_factory.mktemp("big") / "big.json"
+    path.write_bytes(_kineto_like(events, meta))
+    assert path.stat().st_size > trace_mod._SMALL
+    return path
+
+
+def test_big_trace_chunked_matches_whole(big_trace, monkeypatch):
+    chunked = read_trace(big_trace)
+    raw = raw_events(big_trace)
+    assert len(chunked) == sum(1 for e in raw if e.get("ph") == "X")
+    assert chunked.meta["traceName"] == "x"  # the fields after the event list are read too
+    monkeypatch.setattr(trace_mod, "_SMALL", 1 << 40)
+    whole = read_trace(big_trace)
+    assert columns(chunked) == columns(whole)
+    assert summarize(chunked).to_json() == summarize(whole).to_json()
+
+
+def test_big_bare_list_of_events(big_trace, tmp_path, monkeypatch):
+    """The Chrome format allows a bare list of events: large ones are read in batches too."""
+    path = tmp_path / "bare.json"
+    path.write_text(json.dumps(raw_events(big_trace)))
+    chunked = read_trace(path)
+    monkeypatch.setattr(trace_mod, "_SMALL", 1 << 40)
+    whole = read_trace(path)
+    assert columns(chunked) == columns(whole) and len(whole) == len(read_trace(big_trace))
+
+
+def test_cutting_args_changes_nothing(big_trace):
+    cut = trace_mod._read(big_trace, cut=True)
+    plain = trace_mod._read(big_trace, cut=False)
+    assert columns(cut) == columns(plain)
+
+
+def _awkward_events() -> list[dict]:
+    """Events that make chunk splitting and args cutting work hard."""
+    evs: list[dict] = [{"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "main thread"}}]
+    for k in range(300):
+        ts = 1000 + 10 * k
+        evs.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": ts, "dur": 8,
+                    "args": {"Input Dims": [[4, 4], [4, 4]], "External id": k}})
+        # a split candidate inside args: a list of objects
+        evs.append({"ph": "X", "cat": "cpu_op", "name": "odd args", "pid": 1, "tid": 1, "ts": ts + 1, "dur": 1,
+                    "args": {"nested": [{"a": 1}, {"b": [{"c": 2}, {"d": 3}]}], "s": "}, {"}})
+        # braces and an escaped key inside flat args: the cut must not go wrong
+        evs.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ts + 2,
+                    "dur": 1, "args": {"note": "a } and a {", "correl\u0061tion": 5000 + k}})
+        evs.append({"ph": "X", "cat": "kernel", "name": "gemm_kernel", "pid": 0, "tid": 7, "ts": ts + 4, "dur": 3,
+                    "args": {"correlation": 5000 + k, "grid": [1, 2, 3], "block": [32, 1, 1],
+                             "registers per thread": 32}})
+        evs.append({"ph": "f", "id": 5000 + k, "pid": 0, "tid": 7, "ts": ts + 4, "cat": "ac2g", "name": "ac2g"})
+        evs.append({"ph": "B", "cat": "user_annotation", "name": "region \"q\"", "pid": 1, "tid": 2, "ts": ts,
+                    "args": {"x": 1}})
+        evs.append({"ph": "E", "pid": 1, "tid": 2, "ts": ts + 5})
+        evs.append({"ph": "C", "name": "memory", "pid": 1, "tid": 1, "ts": ts, "args": {"bytes": k}})
+    return evs
+
+
+@pytest.mark.parametrize("layout", ["kineto", "compact"])
+def test_many_small_chunks_match_the_whole_document(tmp_path, monkeypatch, layout):
+    events = _awkward_events()
+    meta = {"schemaVersion": 1, "deviceProperties": [{"name": "Test GPU"}]}
+    path = tmp_path / "awkward.json"
+    if layout == "kineto":
+        path.write_bytes(_kineto_like(events, meta))
+    else:
+        path.write_text(json.dumps({**meta, "traceEvents": events}, separators=(",", ":")))
+    whole = read_trace(path)  # small: parsed in one go
+    assert len(whole) == 300 * 5 and whole.device_name == "Test GPU"
+    assert whole.lanes[whole.lane[0]].name == "main thread"
+    launch = whole.indices(name="cudaLaunchKernel")[0]
+    assert whole.gpu_work_of(launch) and whole.corr[launch] == 5000  # the escaped key is read too
+    monkeypatch.setattr(trace_mod, "_SMALL", 1000)
+    monkeypatch.setattr(trace_mod, "_CHUNK", 700)
+    monkeypatch.setattr(trace_mod, "_BLOCK", 333)
+    seen: list[int] = []
+    parse = trace_mod._parse_events
+    monkeypatch.setattr(trace_mod, "_parse_events", lambda text, cut: seen.append(len(text)) or parse(text, cut))
+    chunked = read_trace(path)
+    assert len(seen) > 50  # many chunks, and some split candidates that fell inside args
+    assert columns(chunked) == columns(whole)
+    assert summarize(chunked).to_json() == summarize(whole).to_json()
+
+
+def _reader_without_orjson(monkeypatch):
+    """A second copy of helpers.trace, loaded while orjson cannot be imported."""
+    monkeypatch.setitem(sys.modules, "orjson", None)  # `import orjson` raises ImportError
+    spec = importlib.util.spec_from_file_location("trace_without_orjson", trace_mod.__file__)
+    mod = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, mod)  # dataclasses look their module up there
+    spec.loader.exec_module(mod)
+    monkeypatch.delitem(sys.modules, "orjson")
+    return mod
+
+
+def test_without_orjson_the_json_module_gives_the_same_columns(monkeypatch, big_trace):
+    slow = _reader_without_orjson(monkeypatch)
+    assert slow.PARSER == "json"
+    for path in (H200 / "4096_bf16_warm_compile.json", big_trace):
+        assert columns(slow.read_trace(path)) == columns(read_trace(path))
+    assert trace_mod.PARSER in ("orjson", "json")
+
+
+def test_without_orjson_errors_are_the_same(monkeypatch, tmp_path):
+    slow = _reader_without_orjson(monkeypatch)
+    for name, data in [("nan.json", b'{"traceEvents": [{"ph": "X", "name": "a", "ts": NaN, "pid": 1, "tid": 1}]}'),
+                       ("cut.json", (H200 / "64_bf16_warm_eager.json").read_bytes()[:5000]),
+                       ("inf.json", b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1e999, "pid": 1, "tid": 1}]}')]:
+        path = tmp_path / name
+        path.write_bytes(data)
+        with pytest.raises(TraceError):
+            read_trace(path)
+        with pytest.raises(slow.TraceError):
+            slow.read_trace(path)
+
+
+# --- broken input --------------------------------------------------------------------
+
+
+def _event(**kw) -> dict:
+    e = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5}
+    e.update(kw)
+    return e
+
+
+def _no_ph() -> dict:
+    e = _event()
+    del e["ph"]
+    return e
+
+
+def _json(obj) -> bytes:
+    return json.dumps(obj).encode()
+
+
+SMALL = H200 / "64_bf16_warm_eager.json"
+
+BROKEN = {
+    # name: (file name, bytes, words the message must hold)
+    "empty file": ("t.json", b"", "empty"),
+    "whitespace only": ("t.json", b"  \n\t\r\n  ", "empty"),
+    "truncated JSON": ("t.json", SMALL.read_bytes()[: SMALL.stat().st_size // 2], "cut short"),
+    "a number": ("t.json", b"42", "not a trace"),
+    "a list of numbers": ("t.json", b"[1, 2, 3]", "not an object"),
+    "an object without traceEvents": ("t.json", _json({"schemaVersion": 1, "deviceProperties": []}), "traceEvents"),
+    "traceEvents not a list": ("t.json", _json({"traceEvents": {"ph": "X"}}), "not a list"),
+    "ts as a string": ("t.json", _json({"traceEvents": [_event(ts="10")]}), "'ts'"),
+    "name as a number": ("t.json", _json({"traceEvents": [_event(name=5)]}), "name"),
+    "negative dur": ("t.json", _json({"traceEvents": [_event(dur=-1)]}), "'dur'"),
+    "args not an object": ("t.json", _json({"traceEvents": [_event(args=[1, 2])]}), "'args'"),
+    "ph missing": ("t.json", _json({"traceEvents": [_event(), _no_ph()]}), "event #1"),
+    "event not an object": ("t.json", _json({"traceEvents": [_event(), "X"]}), "event #1"),
+    "pid a list": ("t.json", _json({"traceEvents": [_event(pid=[1])]}), "pid"),
+    "infinite ts": ("t.json", b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1e999, "pid": 1, "tid": 1}]}',
+                    ("'ts'", "not valid JSON")),  # the json module reads inf, orjson refuses it
+    "NaN dur": ("t.json", b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": NaN, "pid": 1, "tid": 1}]}',
+                "not valid JSON"),
+    "end before begin": ("t.json", _json({"traceEvents": [_event(ph="B", ts=10), _event(ph="E", ts=5)]}), "before"),
+    "deep nesting": ("t.json", b'{"traceEvents": [' + b"[" * 100_000 + b"]" * 100_000 + b"]}", "JSON"),
+    "not JSON at all": ("t.json", b"PK\x03\x04 this is a zip file", "not valid JSON"),
+    "invalid UTF-8": ("t.json", b'{"traceEvents": [{"ph": "X", "name": "\xff\xfe", "ts": 1, "pid": 1, "tid": 1}]}',
+                      "JSON"),
+    "empty traceEvents": ("t.json", _json({"traceEvents": []}), "no events"),
+    "only metadata": ("t.json", _json({"traceEvents": [{"ph": "M", "name": "thread_name", "pid": 1, "tid": 1,
+                                                         "args": {"name": "main"}}]}), "only metadata"),
+    "only instants and flows": ("t.json", _json({"traceEvents": [{"ph": "i", "name": "x", "ts": 1},
+                                                                 {"ph": "f", "id": 1, "ts": 2}]}), "no timed events"),
+    "gz that is not gzip": ("t.json.gz", SMALL.read_bytes(), "not gzip"),
+    "truncated gz": ("t.json.gz", gzip.compress(SMALL.read_bytes())[:1000], "gzip"),
+    "gz with its trailer cut": ("t.json.gz", gzip.compress(SMALL.read_bytes())[:-4], "gzip"),
+    "gz followed by garbage": ("t.json.gz", gzip.compress(SMALL.read_bytes()) + b"garbage", "gzip"),
+    "empty gz": ("t.json.gz", b"", "not gzip"),
+    "gz of nothing": ("t.json.gz", gzip.compress(b""), "empty"),
+    "gz of a truncated trace": ("t.json.gz", gzip.compress(SMALL.read_bytes()[:7000]), "cut short"),
+}
+
+
+@pytest.fixture
+def broken(request, tmp_path) -> tuple[Path, str]:
+    name, data, words = BROKEN[request.param]
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path, words
+
+
+def _check_error(path: Path, words: str | tuple[str, ...], in_subprocess: bool = False) -> None:
+    """A TraceError naming the file and the problem; from the command line, status 2 and one line."""
+    with pytest.raises(TraceError) as err:
+        summarize(read_trace(path))
+    msg = str(err.value)
+    assert isinstance(err.value, ValueError)
+    assert str(path) in msg and any(w in msg for w in ((words,) if isinstance(words, str) else words)), msg
+    assert "\n" not in msg
+    for argv in ([path], [path, "--json"]):
+        with capture() as (out, err):
+            code = main(["summarize", *map(str, argv)])
+        assert code == 2
+        assert out.getvalue() == ""
+        assert err.getvalue() == f"error: {msg}\n"  # one line, the same words, no traceback
+    if in_subprocess:
+        run = cli(path)
+        assert run.returncode == 2
+        assert run.stdout == ""
+        assert run.stderr == f"error: {msg}\n"
+
+
+@contextmanager
+def capture():
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        yield out, err
+
+
+@pytest.mark.parametrize("broken", list(BROKEN), indirect=True)
+def test_broken_input_is_a_trace_error(broken):
+    _check_error(*broken)
+
+
+@pytest.mark.parametrize("broken", ["truncated JSON", "a number", "ts as a string", "truncated gz", "empty file"],
+                         indirect=True)
+def test_broken_input_on_the_real_command_line(broken):
+    _check_error(*broken, in_subprocess=True)
+
+
+def test_missing_file(tmp_path):
+    _check_error(tmp_path / "nothing-here.json", "no such file", in_subprocess=True)
+
+
+def test_directory(tmp_path):
+    _check_error(tmp_path, "directory", in_subprocess=True)
+
+
+def test_unreadable_file(tmp_path):
+    path = tmp_path / "secret.json"
+    path.write_bytes(SMALL.read_bytes())
+    path.chmod(0)
+    try:
+        if path.open("rb"):  # root reads anything: nothing to test then
+            pytest.skip("running as root: every file can be read")
+    except PermissionError:
+        _check_error(path, "cannot be read")
+    finally:
+        path.chmod(0o644)
+
+
+@pytest.mark.parametrize("where", [0.3, 0.5, 0.9, 0.999])
+def test_truncated_large_trace(big_trace, tmp_path, where):
+    data = big_trace.read_bytes()
+    path = tmp_path / "cut.json"
+    path.write_bytes(data[: int(len(data) * where)])
+    assert path.stat().st_size > trace_mod._SMALL or where < 0.9  # the chunked path, for the large cuts
+    _check_error(path, "cut short")
+
+
+def test_truncated_large_gz(big_trace, tmp_path):
+    data = gzip.compress(big_trace.read_bytes(), compresslevel=1)
+    path = tmp_path / "cut.json.gz"
+    path.write_bytes(data[: len(data) * 2 // 3])
+    _check_error(path, "gzip data is damaged or cut short")
+
+
+def test_large_trace_with_a_bad_event_names_it(big_trace, tmp_path):
+    data = big_trace.read_bytes()
+    k = data.index(b'"ts": ', data.index(b'"ph": "X"', len(data) * 3 // 4))
+    path = tmp_path / "bad.json"
+    path.write_bytes(data[:k] + b'"ts": "soon", "was": ' + data[k + 6:])
+    _check_error(path, "'ts' of 'soon'")
+
+
+@pytest.mark.parametrize("after", [b" x", b"}", b", {}"])
+def test_large_trace_with_something_after_it(big_trace, tmp_path, after):
+    path = tmp_path / "more.json"
+    path.write_bytes(big_trace.read_bytes().rstrip() + after)
+    _check_error(path, "not valid JSON")
+
+
+def test_large_file_of_zero_bytes(tmp_path):
+    """Not JSON from its first byte: said at once, without reading (or un-gzipping) all of it."""
+    path = tmp_path / "zeros.json.gz"
+    path.write_bytes(gzip.compress(b"\0" * (64 << 20), compresslevel=1))
+    _check_error(path, "not valid JSON at byte 0")
+
+
+def test_large_file_that_is_not_a_trace(tmp_path):
+    path = tmp_path / "numbers.json"
+    path.write_bytes(b"[" + b", ".join(b"%d" % k for k in range(2_000_000)) + b"]")
+    assert path.stat().st_size > trace_mod._SMALL
+    _check_error(path, "not an object")
+
+
+def test_good_gzip_variants(tmp_path):
+    """Two gzip members one after the other, or zero padding after the stream, are still gzip."""
+    data = SMALL.read_bytes()
+    two = tmp_path / "two.json.gz"
+    two.write_bytes(gzip.compress(data[:5000]) + gzip.compress(data[5000:]))
+    padded = tmp_path / "padded.json.gz"
+    padded.write_bytes(gzip.compress(data) + b"\0" * 64)
+    want = columns(read_trace(SMALL))
+    for path in (two, padded):
+        got = columns(read_trace(path))
+        assert got[:-2] == want[:-2]
+
+
+def test_kernels_fact_on_a_trace_without_gpu(tmp_path):
+    path = tmp_path / "cpu.json"
+    path.write_bytes(_json({"traceEvents": [_event(), _event(ts=20, name="aten::add")]}))
+    t = read_trace(path)
+    assert kernels(t) == [] and summarize(t).verdict is None
+
+
+# --- crashes found on the way, kept fixed ------------------------------------------
+
+
+def _two_events(kernel_args: dict, **launch) -> dict:
+    call = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1, "dur": 2,
+            "args": {"correlation": 1}}
+    call.update(launch)
+    return {"traceEvents": [call, {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5, "dur": 3,
+                                   "args": {"correlation": 1, **kernel_args}}]}
+
+
+def _summarize_everywhere(path: Path) -> dict:
+    events = summarize(read_trace(path)).events
+    for argv in ([path], [path, "--json"]):
+        with capture() as (out, err):
+            assert main(["summarize", *map(str, argv)]) == 0
+        assert err.getvalue() == ""
+    js = json.loads(out.getvalue())
+    assert js["events"] == events
+    return js
+
+
+def test_garbage_in_kernel_resources(tmp_path):
+    """Deeply nested or mistyped launch resources used to crash --json (RecursionError) and threads_per_block."""
+    deep = "[" * 1000 + "]" * 1000
+    path = tmp_path / "deep.json"
+    path.write_text(json.dumps(_two_events({"grid": "__DEEP__", "block": "abc", "registers per thread": True,
+                                            "shared memory": [1]})).replace('"__DEEP__"', deep))
+    out = _summarize_everywhere(path)
+    assert out["kernels"][0]["resources"] == {}
+    k = kernels(read_trace(path))[0]
+    assert k.resources.grid is None and k.resources.block is None and k.resources.threads_per_block is None
+
+
+def test_step_number_with_too_many_digits(tmp_path):
+    """int() refuses more than 4300 digits: such a name is no profiler step (it used to raise ValueError)."""
+    path = tmp_path / "steps.json"
+    path.write_text(json.dumps({"traceEvents": [_event(name="ProfilerStep#" + "1" * 5000),
+                                                _event(name="ProfilerStep#7", ts=100)]}))
+    assert [s.number for s in summarize(read_trace(path)).steps] == [7]
+    _summarize_everywhere(path)
+
+
+def test_end_events_need_no_name(tmp_path):
+    """Chrome "E" events carry no name: the begin event's name and category are used."""
+    path = tmp_path / "be.json"
+    path.write_text(json.dumps({"traceEvents": [
+        {"ph": "B", "cat": "user_annotation", "name": "step", "pid": 1, "tid": 1, "ts": 10},
+        {"ph": "B", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 11},
+        {"ph": "E", "pid": 1, "tid": 1, "ts": 15},
+        {"ph": "E", "pid": 1, "tid": 1, "ts": 20, "name": 5},
+    ]}))
+    t = read_trace(path)
+    assert [(t.name_of(i), t.ts[i], t.dur[i]) for i in range(len(t))] == [("aten::mm", 1.0, 4.0), ("step", 0.0, 10.0)]
+    assert t.parent(0) == 1
+
+
+def test_huge_correlation_ids(tmp_path):
+    """Correlation ids beyond 2**63 used to overflow the column (OverflowError)."""
+    path = tmp_path / "corr.json"
+    path.write_text(json.dumps(_two_events({"correlation": 2**64 - 1}, args={"correlation": 2**64 - 1})))
+    t = read_trace(path)
+    assert list(t.corr) == [-1, -1]
+    _summarize_everywhere(path)
+
+
+@pytest.mark.xfail(reason="helpers/report.py formats gpu_busy_share with :.1% and it is None when the window is "
+                          "empty (all events at one instant): TypeError. Not the reader's file to change.",
+                   raises=TypeError, strict=False)
+def test_text_report_when_all_gpu_work_is_at_one_instant(tmp_path):
+    path = tmp_path / "instant.json"
+    path.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 5, "dur": 0,
+         "args": {"correlation": 1}},
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5, "dur": 0, "args": {"correlation": 1}}]}))
+    s = summarize(read_trace(path))
+    assert s.balance.window_us == 0 and s.balance.gpu_busy_share is None
+    from helpers.report import summary_text
+
+    assert "verdict" in summary_text(s)
