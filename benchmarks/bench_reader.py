@@ -201,7 +201,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="skip the ~300 MB synthetic trace")
     ap.add_argument("--size-mb", type=int, default=300, help="size of the synthetic trace (default 300)")
-    ap.add_argument("--runs", type=int, default=3, help="runs per side on the 35 MB trace, median kept (default 3)")
+    ap.add_argument("--runs", type=int, default=5, help="runs per side on the 35 MB trace, median kept (default 5)")
     ap.add_argument("--child", nargs=2, metavar=("SIDE", "PATH"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
@@ -235,8 +235,12 @@ def main() -> int:
             (folder / path.name).symlink_to(path)
             size = _json_size(path)
             print(f"{path.name}: {mb(size)} of JSON, {runs} run(s) a side ...", flush=True)
-            ours = [_measure("ours", path) for _ in range(runs)]
-            theirs = [_measure("hta", folder) for _ in range(runs)]
+            ours, theirs = [], []
+            for _ in range(runs):  # in turns, so that a busy moment costs both sides alike
+                ours.append(_measure("ours", path))
+                theirs.append(_measure("hta", folder))
+            print("  ours: " + ", ".join(f"{r['seconds']:.2f} s" for r in ours)
+                  + "; HTA: " + ", ".join(f"{r['seconds']:.2f} s" for r in theirs), flush=True)
             o_t = statistics.median(r["seconds"] for r in ours)
             h_t = statistics.median(r["seconds"] for r in theirs)
             o_m = max(r["peak_growth"] for r in ours)
