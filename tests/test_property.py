@@ -4,9 +4,12 @@ Hypothesis takes a real trace (an H200 reference trace, and the ROCm trace
 from HTA's test data when it is there), mutates it (drops fields, puts values
 of the wrong type in them, deletes, duplicates and shuffles events, nests
 garbage, cuts the bytes short or damages them), writes it (plain or gzip),
-and reads it with the reader's large-trace machinery switched on or off.
-Nothing but TraceError may come out: no KeyError, TypeError, IndexError,
-ZeroDivisionError... And where the JSON stays well formed, reading it a few
+and reads it with orjson or with the json module, with the reader's
+large-trace machinery switched on or off; then summarizes it and renders the
+summary as the command line does. Nothing but TraceError may come out: no
+KeyError, TypeError, IndexError, ZeroDivisionError, RecursionError... Made-up
+traces whose values all have the right types get past the reader and put the
+facts to the test. And where the JSON stays well formed, reading it a few
 hundred bytes at a time must give exactly what reading it in one go gives.
 """
 
@@ -237,8 +240,9 @@ def outcome(path: Path, chunked: bool, parser: str = "orjson"):
     s = summarize(t)
     js = s.to_json()
     json.dumps(js, default=str)
-    if s.balance.verdict is None or s.balance.gpu_busy_share is not None:  # see test_robustness: report.py
-        summary_text(s)  # what the command line prints
+    # what the command line prints; report.py cannot yet print an empty window (see the xfail in test_robustness)
+    if s.balance.verdict is None or s.balance.gpu_busy_share is not None:
+        summary_text(s)
     assert js["events"] == len(t) > 0
     assert all(math.isfinite(x) for x in t.ts) and all(x >= 0 for x in t.dur)
     for i in range(min(len(t), 50)):  # the per-event view holds up too

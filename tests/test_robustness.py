@@ -456,12 +456,6 @@ def capture():
 
 @pytest.mark.parametrize("broken", list(BROKEN), indirect=True)
 def test_broken_input_is_a_trace_error(broken):
-    _check_error(*broken)
-
-
-@pytest.mark.parametrize("broken", ["truncated JSON", "a number", "ts as a string", "truncated gz", "empty file"],
-                         indirect=True)
-def test_broken_input_on_the_real_command_line(broken):
     _check_error(*broken, in_subprocess=True)
 
 
