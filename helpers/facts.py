@@ -563,11 +563,11 @@ def theoretical_occupancy(registers_per_thread: int, shared_memory: int, threads
         smem_sm = int(device["sharedMemPerMultiprocessor"])
         major = int(device.get("computeMajor", 8))
         warp = int(device.get("warpSize", 32))
-    except (KeyError, TypeError, ValueError):
+        max_blocks = int(device.get("maxBlocksPerMultiProcessor") or (16 if major < 8 else 32))
+    except (KeyError, TypeError, ValueError, OverflowError):
         return None
-    if threads_per_block <= 0:
+    if threads_per_block <= 0 or warp <= 0 or max_blocks <= 0:
         return None
-    max_blocks = int(device.get("maxBlocksPerMultiProcessor") or (16 if major < 8 else 32))
     warps_block = -(-threads_per_block // warp)
     max_warps = threads_sm // warp
     limits: dict[str, float] = {"threads": max_warps // warps_block, "blocks": max_blocks}

@@ -58,8 +58,9 @@ def summary_text(s: Summary, top: int = 10) -> str:
         out.append("  no GPU work in this trace: no verdict")
     else:
         out.append(f"  GPU time           {us(b.device_us):>10}  ({b.ratio:.1%} of the CPU time)")
-        out.append(f"  GPU busy           {us(b.gpu_busy_us):>10}  of a {us(b.window_us)} window "
-                   f"({b.gpu_busy_share:.1%} busy, {b.gpu_idle_share:.1%} idle)")
+        shares = (f"({b.gpu_busy_share:.1%} busy, {b.gpu_idle_share:.1%} idle)" if b.gpu_busy_share is not None
+                  else "(every event at one instant: no share to give)")
+        out.append(f"  GPU busy           {us(b.gpu_busy_us):>10}  of a {us(b.window_us)} window {shares}")
         out.append(f"  verdict            {b.verdict} (compute-bound when GPU time >= {b.threshold:.0%} of CPU time)")
     if s.kinds:
         out.append("")
