@@ -12,7 +12,7 @@ TORCH  ?= torch==2.13.0
 PORT   ?= 8888
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test test-unit test-notebooks test-browser preflight bench record refresh-notebooks clean
+.PHONY: lab test test-unit test-notebooks test-browser test-ipywidgets7 preflight clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv --system-site-packages $(VENV)
@@ -48,9 +48,15 @@ test-browser: $(STAMP)
 	@$(PY) -c "import playwright" 2>/dev/null || $(PY) -m pip install -q --disable-pip-version-check "playwright>=1.40"
 	$(PY) -m pytest -q -p no:cacheprovider tests/browser
 
+# Colab still ships ipywidgets 7.7: the prediction widgets must work there too.
+test-ipywidgets7:
+	@test -x .venv-ipywidgets7/bin/python || $(PYTHON) -m venv .venv-ipywidgets7
+	@.venv-ipywidgets7/bin/python -m pip install -q --disable-pip-version-check "ipywidgets==7.7.*" ipython pytest 2>&1 | grep -v 'is ignored' || true
+	PYTHONPATH=$(CURDIR) .venv-ipywidgets7/bin/python -m pytest -q -p no:cacheprovider tests/test_widgets.py
+
 # An instructor's check before a workshop: every notebook, live, with a table and an HTML report.
 preflight: $(STAMP)
 	$(PY) -m helpers preflight
 
 clean:
-	rm -rf $(VENV) .cache traces/runs
+	rm -rf $(VENV) .venv-ipywidgets7 .cache traces/runs preflight screenshots
