@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from . import kernel_kinds as kk
-from .trace import (ANNOTATION, CPU_GROUPS, CPU_OP, DRIVER, GPU_WORK, KERNEL, MEMCPY, MEMSET, RUNTIME,
+from .trace import (ANNOTATION, CPU_GROUPS, CPU_OP, DRIVER, GPU_WORK, MEMCPY, MEMSET, RUNTIME,
                     Trace, _gc_paused, covered, lane_spans)
 
 #: GPU time over self CPU time at or above which a run is compute-bound

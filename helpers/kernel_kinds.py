@@ -92,8 +92,3 @@ def is_occupancy_query(call: str) -> bool:
 
 def is_synchronize(call: str) -> bool:
     return "Synchronize" in call
-
-
-def is_launch(call: str) -> bool:
-    """Runtime or driver calls that start a kernel."""
-    return bool(re.search(r"Launch", call)) and "Occupancy" not in call

@@ -256,25 +256,3 @@ def _blocks(r: facts.Resources, device: dict) -> int | None:
 
 def _max_blocks(device: dict) -> int:
     return int(device.get("maxBlocksPerMultiProcessor") or (16 if int(device.get("computeMajor", 8)) < 8 else 32))
-
-
-def bars(labels: Sequence[str], series: dict[str, Sequence[float]], *, ylabel: str = "", title: str = "",
-         log: bool = False):
-    """Grouped bars: one group per label, one bar per series."""
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(labels) + 2), 3.8))
-    n = len(series)
-    width = 0.8 / max(n, 1)
-    for s, (name, vals) in enumerate(series.items()):
-        xs = [i + (s - (n - 1) / 2) * width for i in range(len(labels))]
-        ax.bar(xs, vals, width, label=name)
-    ax.set_xticks(range(len(labels)))
-    ax.set_xticklabels(labels, fontsize=8, rotation=15)
-    if log:
-        ax.set_yscale("log")
-    ax.set_ylabel(ylabel)
-    ax.legend(fontsize=8)
-    ax.grid(axis="y", alpha=0.3)
-    ax.set_title(title, fontsize=10)
-    fig.tight_layout()
-    return fig

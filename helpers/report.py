@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from . import kernel_kinds as kk
 from .facts import Node, Summary
 
 
@@ -66,7 +67,8 @@ def summary_text(s: Summary, top: int = 10) -> str:
         out.append("")
         out.append("GPU work by kind:")
         for k in s.kinds:
-            out.append(f"  {k.kind:<12} {k.count:>7}  total {us(k.total_us):>10}  median {us(k.median_us):>9}")
+            out.append(f"  {k.kind:<12} {k.count:>7}  total {us(k.total_us):>10}  median {us(k.median_us):>9}"
+                       f"  {kk.DESCRIPTION[k.kind]}")
         out.append("")
         out.append(f"GPU work by name (top {min(top, len(s.kernels))} of {len(s.kernels)}):")
         for k in s.kernels[:top]:

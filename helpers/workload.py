@@ -335,7 +335,6 @@ def block(batch: int = 8, seq: int = 256, dim: int = 512, heads: int = 8, layers
 
 def transformer_blocks(dim: int, heads: int, layers: int, device: str, dtype) -> Any:
     """``layers`` pre-norm blocks: LayerNorm, causal SDPA, LayerNorm, GeGLU MLP."""
-    import torch
     import torch.nn.functional as F
     from torch import nn
 

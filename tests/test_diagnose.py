@@ -6,7 +6,6 @@ import json
 import subprocess
 import sys
 
-import pytest
 
 from conftest import ROOT
 from helpers.diagnose import ISSUE, diagnose
