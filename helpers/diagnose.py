@@ -9,7 +9,7 @@ what to try. Like the facts it builds on, this module imports no torch.
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 from . import facts
@@ -43,7 +43,6 @@ class Context:
 
     trace: Trace
     summary: facts.Summary
-    extra: dict = field(default_factory=dict)
 
 
 Rule = Callable[[Context], "Finding | None"]
@@ -54,7 +53,8 @@ def _overhead(c: Context) -> Finding | None:
     if b.verdict is None:
         return None
     evidence = [f"self CPU time {us(b.self_cpu_us)}, GPU time {us(b.device_us)} ({b.ratio:.1%} of the CPU time)",
-                f"GPU busy {b.gpu_busy_share:.1%} of the {us(b.window_us)} window"]
+                f"GPU busy {us(b.gpu_busy_us)} of the {us(b.window_us)} window"
+                + (f" ({b.gpu_busy_share:.1%})" if b.gpu_busy_share is not None else "")]
     if b.verdict == "overhead-bound":
         k = c.summary.kinds
         n = sum(x.count for x in k)
@@ -190,9 +190,9 @@ def _compile(c: Context) -> Finding | None:
     ev = [f"{n} x CompiledFxGraph {h} (the same graph every call: cache hits)" for h, n in hashes.items()]
     region = next(iter(comp.regions), None)
     t = c.trace
-    cpu = [t.dur[i] for i in t.indices((CPU_OP,), name=region)] if region else []
-    gpu = [sum(t.dur[j] for d in [i] + t.descendants(i) for j in t.gpu_work_of(d))
-           for i in (t.indices((CPU_OP,), name=region) if region else [])]
+    calls = t.indices((CPU_OP,), name=region) if region else []
+    cpu = [t.dur[i] for i in calls]
+    gpu = [facts.gpu_time_under(t, i) for i in calls]
     if cpu and gpu and statistics.median(gpu) < statistics.median(cpu):
         ev.append(f"each '{region}' call takes {us(statistics.median(cpu))} on the CPU and launches "
                   f"{us(statistics.median(gpu))} of GPU work")

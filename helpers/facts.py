@@ -708,11 +708,12 @@ def gpu_time_per_call(trace: Trace, annotation: str) -> float | None:
     calls = [i for i in trace.indices((ANNOTATION,), name=annotation) if not trace.is_gpu(i)]
     if not calls:
         return None
-    total = 0.0
-    for a in calls:
-        for d in trace.descendants(a):
-            total += sum(trace.dur[j] for j in trace.gpu_work_of(d))
-    return total / len(calls)
+    return sum(gpu_time_under(trace, a) for a in calls) / len(calls)
+
+
+def gpu_time_under(trace: Trace, i: int) -> float:
+    """GPU time (kernels, copies, fills) launched by CPU event ``i`` and everything it called."""
+    return sum(trace.dur[j] for d in [i] + trace.descendants(i) for j in trace.gpu_work_of(d))
 
 
 def calls_in(trace: Trace, lo: float, hi: float) -> dict[str, int]:

@@ -762,18 +762,12 @@ class Trace:
 
     def _index(self) -> list[array]:
         if self._by_cat is None:
-            by: list[list[int]] = [[] for _ in self.cats]
-            for i, c in enumerate(self.cat):
-                by[c].append(i)
-            self._by_cat = [array("l", x) for x in by]
+            self._by_cat = _positions(self.cat, len(self.cats))
         return self._by_cat
 
     def _name_index(self) -> list[array]:
         if self._by_name is None:
-            by: list[list[int]] = [[] for _ in self.names]
-            for i, c in enumerate(self.name):
-                by[c].append(i)
-            self._by_name = [array("l", x) for x in by]
+            self._by_name = _positions(self.name, len(self.names))
         return self._by_name
 
     def indices(self, groups: Iterable[str] | None = None, name: str | None = None,
@@ -998,6 +992,14 @@ def _merged(runs: list[array]) -> list[int]:
         out.extend(r)
     out.sort()
     return out
+
+
+def _positions(column: array, n: int) -> list[array]:
+    """For each code 0..n-1, the event indices whose ``column`` holds it."""
+    by: list[list[int]] = [[] for _ in range(n)]
+    for i, c in enumerate(column):
+        by[c].append(i)
+    return [array("l", x) for x in by]
 
 
 def read_trace(path: str | os.PathLike) -> Trace:
