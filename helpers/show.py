@@ -28,6 +28,14 @@ def banner() -> _env.Environment:
     return e
 
 
+def code(text: object, width: int | None = None) -> str:
+    """``<code>text</code>`` with the text escaped (kernel names hold ``<`` and ``>``), cut to ``width``."""
+    t = str(text)
+    if width is not None and len(t) > width:
+        t = t[: width - 1] + "…"
+    return f"<code>{html.escape(t)}</code>"
+
+
 def md(text: str) -> None:
     """Markdown, for reveals whose numbers come from the trace just read."""
     from IPython.display import Markdown, display

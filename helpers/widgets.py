@@ -8,6 +8,10 @@ trace says, and returns whether the prediction held. In a headless run
 to click, so the cell calls the reveal directly with a default answer and
 every reveal still executes.
 
+A cell after a question must not show that question's answer before the
+click, even under Run All: :func:`after` holds such a cell's output back
+until the question is answered (headless, it shows it at once).
+
 Only core widgets that exist in ipywidgets 7.7 and 8 are used, so the same
 cells work in JupyterLab and on Colab.
 """
@@ -22,6 +26,10 @@ from . import journal
 from .env import headless
 
 Reveal = Callable[[Any], "bool | None"]
+
+# Questions answered in this kernel, and cells waiting for them: qid -> answer, qid -> [(output, show)].
+_answered: dict[str, Any] = {}
+_waiting: dict[str, list[tuple[Any, Callable[[], None]]]] = {}
 
 
 def _display(obj: Any) -> None:
@@ -79,8 +87,40 @@ def ask(qid: str, prompt: str, *, reveal: Reveal, default: Any, choices: list[st
                        f"{' ' + html.escape(unit) if unit and choices is None else ''}.</i></p>"))
         hit = reveal(default)
         journal.record(qid, default, hit)
+        _answer(qid, default)
         return
+    _answered.pop(qid, None)  # asked again: cells after it wait for the new answer
     _interactive(qid, prompt, reveal, choices, unit)
+
+
+def _answer(qid: str, answer: Any) -> None:
+    """Mark ``qid`` answered and show the cells that waited for it."""
+    _answered[qid] = answer
+    for out, show in _waiting.pop(qid, []):
+        out.clear_output()
+        with out:
+            show()
+
+
+def after(qid: str, show: Callable[[], None]) -> None:
+    """Show what ``show`` displays only once question ``qid`` is answered.
+
+    For a cell that follows a prediction and would give its answer away
+    (a chain, a table, a figure from the trace). Headless, or when the
+    question is already answered, ``show`` runs at once; otherwise the cell
+    shows a placeholder that fills when the prediction is locked in.
+    """
+    if qid in _answered or headless() or not _can_show_widgets():
+        show()
+        return
+    import ipywidgets as W
+
+    out = W.Output()
+    with out:
+        _display(_html(f"<p style='color:#555'><i>This appears once you lock in your prediction for "
+                       f"<code>{html.escape(qid)}</code> above.</i></p>"))
+    _waiting.setdefault(qid, []).append((out, show))
+    _display(out)
 
 
 def _interactive(qid: str, prompt: str, reveal: Reveal, choices: list[str] | None, unit: str | None) -> None:
@@ -122,13 +162,19 @@ def _interactive(qid: str, prompt: str, reveal: Reveal, choices: list[str] | Non
         with out:
             hit = reveal(a)
         journal.record(qid, a, hit)
+        _answer(qid, a)
 
     button.on_click(on_click)
     _display(W.VBox([question, row, W.HBox([button, status]), out]))
 
 
 def verdict(hit: bool | None, explanation: str) -> bool | None:
-    """Say whether the prediction held, and why; returns ``hit`` for the reveal to pass on."""
+    """Say whether the prediction held, and why; returns ``hit`` for the reveal to pass on.
+
+    ``explanation`` is HTML: pass every value that comes from a trace (a
+    kernel name, an op) through :func:`helpers.show.code` or ``html.escape``,
+    so that a templated name such as ``kernel<8, float>`` shows intact.
+    """
     if hit is None:
         head = "<b>Compare with your guess.</b>"
         color = "#555"

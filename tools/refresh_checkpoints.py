@@ -1,13 +1,15 @@
-"""Execute notebooks in recorded, headless mode and store only their checkpoint outputs.
+"""Execute notebooks in recorded, headless mode: rewrite their golden facts, strip their outputs.
 
     python tools/refresh_checkpoints.py                 # every notebook
     python tools/refresh_checkpoints.py notebooks/02_*.ipynb
 
 A committed notebook must not show a learner any answer before they predict,
-so every output is cleared except those of the checkpoint cells (marked
-``# NBVAL_CHECK_OUTPUT``): those hold the stable facts that ``make test``
-compares with nbval. Run this after changing a notebook or a helper that
-changes a checkpoint, and read the diff before committing it.
+so every output is cleared except that of the checkpoint cell (marked
+``# NBVAL_CHECK_OUTPUT``), which holds one line that states no fact. The
+facts themselves go to ``tests/golden/<notebook>.json``
+(``PROFILING_CHECKPOINT=record``); ``make test`` compares each notebook's
+facts with that file. Run this after changing a notebook or a helper that
+changes a fact, and read the diff of the golden files before committing it.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ def refresh(path: Path) -> int:
     nb = nbformat.read(path, as_version=4)
     with tempfile.TemporaryDirectory() as tmp:
         os.environ.update(PROFILING_MODE="recorded", PROFILING_HEADLESS="1",
-                          PROFILING_JOURNAL=str(Path(tmp) / "journal.json"), MPLBACKEND="Agg")
+                          PROFILING_JOURNAL=str(Path(tmp) / "journal.json"), MPLBACKEND="Agg",
+                          PROFILING_CHECKPOINT="record")
         NotebookClient(nb, timeout=600, kernel_name="python3",
                        resources={"metadata": {"path": str(path.parent)}}).execute()
     kept = 0
