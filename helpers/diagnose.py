@@ -90,26 +90,31 @@ def _cold_start(c: Context) -> Finding | None:
              if any(w in n for w in ("Malloc", "Attribute", "Occupancy", "GetDevice", "Module", "Library"))}
     if setup:
         ev.append("set-up calls inside it: " + ", ".join(f"{k} x {n}" for n, k in list(setup.items())[:4]))
-    return Finding("cold-start", "Wide first step: one-time start-up in the recording", ISSUE, ev,
+    return Finding("cold-start", "Wide first step: one-time costs, of the program or of the profiler, in the recording",
+                   ISSUE, ev,
                    "run a few untimed warm-up steps before profiling, or use schedule(wait=1, warmup=1, ...) so "
                    "start-up stays out of the recorded steps", "03")
 
 
-def _heavy_kernels(c: Context) -> Finding | None:
-    calls = {x.name: x for x in c.summary.calls}
-    queries = sum(x.count for n, x in calls.items() if kk.is_occupancy_query(n))
-    driver = [k for k in c.summary.kernels if k.kind in (kk.GEMM, kk.ATTENTION)
-              and any(n.startswith("cu") and not n.startswith("cuda") for n in k.launched_by)]
-    if not queries and not driver:
+def _occupancy_queries(c: Context) -> Finding | None:
+    t = c.trace
+    per_step = facts.occupancy_queries_by_step(t)
+    total = {n: x.count for n, x in ((x.name, x) for x in c.summary.calls) if kk.is_occupancy_query(n)}
+    if not total:
         return None
-    ev = []
-    if queries:
-        ev.append(f"{queries} occupancy queries ({', '.join(n for n in calls if kk.is_occupancy_query(n))})")
-    for k in driver[:3]:
-        ev.append(f"{k.count} x {short(k.name, 60)} ({k.kind}) launched by {', '.join(k.launched_by)}")
-    return Finding("heavy-kernels", "Heavy, tuned kernels: an occupancy query or a driver-level launch", NOTE, ev,
-                   "these are the GEMM/convolution/attention kernels: their shapes and dtype decide their speed; "
-                   "check their registers, shared memory and occupancy", "06")
+    ops = sorted(facts.ops_around(t, kk.is_occupancy_query))
+    ev = [f"{sum(total.values())} occupancy queries ({', '.join(f'{n} x {q}' for q, n in total.items())})"
+          + (f" under {', '.join(ops)}" if ops else "")]
+    steps_with = [s for s, q in per_step if q]
+    if per_step:
+        ev.append(f"in {len(steps_with)} of {len(per_step)} recorded steps"
+                  + (f" ({', '.join(steps_with[:4])})" if steps_with else ""))
+    every = per_step and len(steps_with) == len(per_step)
+    return Finding("occupancy-queries", "Occupancy queries: a library working out how its kernels fit an SM", NOTE, ev,
+                   ("they come every step, so each call pays for them on the CPU; the kernels launched after them are "
+                    "library kernels (GEMM, convolution): judge those by their resources and throughput" if every else
+                    "they come only in some steps, which fits a library setting itself up once; warm up, or keep the "
+                    "first step out of the recording"), "06")
 
 
 def _profiler_flush(c: Context) -> Finding | None:
@@ -118,11 +123,16 @@ def _profiler_flush(c: Context) -> Finding | None:
     if not cs or b.window_us <= 0 or cs["dur_us"] < 0.05 * b.window_us:
         return None
     idle = cs["idle_share"]
-    return Finding("profiler-flush", "Long synchronize at the end: the profiler collecting GPU events", NOTE,
-                   [f"last {cs['name']} took {us(cs['dur_us'])} ({cs['dur_us'] / b.window_us:.0%} of the window)"
-                    + (f", GPU idle for {idle:.0%} of it" if idle is not None else "")],
-                   "do not count it against your code; if the GPU is busy during it, the CPU simply ran ahead",
-                   "04")
+    ev = [f"last {cs['name']} took {us(cs['dur_us'])} ({cs['dur_us'] / b.window_us:.0%} of the window)"
+          + (f", GPU idle for {idle:.0%} of it" if idle is not None else "")]
+    if idle is not None and idle < 0.5:
+        meaning = ("the GPU was busy for most of it: the CPU had run ahead and waited for queued work; that wait is "
+                   "real GPU time, not the profiler's")
+    else:
+        meaning = ("the GPU was idle for most of it, so the time did not go to waiting for kernels: it is not your "
+                   "GPU work; one hypothesis is the profiler's own work as it stops")
+    return Finding("profiler-flush", "Long synchronize at the end: the profiler's own synchronize before it stops",
+                   NOTE, ev, f"do not count it against your code: {meaning}", "04")
 
 
 def _bias_copy(c: Context) -> Finding | None:
@@ -142,9 +152,10 @@ def _bias_copy(c: Context) -> Finding | None:
     return Finding("addmm-bias-copy", "Device-to-device copy before a GEMM: addmm copying its bias", NOTE,
                    [f"{len(found)} x {t.name_of(found[0])}" + (f" of {nbytes(size)}" if size else "")
                     + f" under aten::addmm, {us(total)} in all",
-                    "addmm(b, x, w) writes b into the output first, then the GEMM's epilogue adds x @ w"],
-                   "expected from torch.compile's addmm rewrite; nn.Linear's own path can put the bias in the "
-                   "epilogue without a copy: compare the two traces", "08")
+                    "with a full-matrix bias, ATen's CUDA addmm copies it into the output, then the GEMM adds its "
+                    "product onto it"],
+                   "expected when the bias is a full matrix (torch.addmm, or torch.compile's rewrite of matmul + add); "
+                   "a 1-D bias, as nn.Linear has, can go to the GEMM's bias epilogue with no copy", "08")
 
 
 def _buffer_request(c: Context) -> Finding | None:
@@ -173,7 +184,8 @@ def _variance(c: Context) -> Finding | None:
                    [f"{k.count} x {short(k.name, 60)}: median {us(k.median_us)}, mean {us(k.mean_us)}, "
                     f"min {us(k.min_us)}, max {us(k.max_us)} (+{spread:.0%} over the median)"],
                    "if the shapes are the same (an elementwise kernel's name does not change with its size), quote "
-                   "the median and look at the outliers apart: clock ramp-up, heat, power limit, other work on the GPU",
+                   "the median and study the outliers apart; possible causes to test (the article's list): clocks, "
+                   "heat, power management, driver housekeeping, other work on the GPU",
                    "07")
 
 
@@ -181,13 +193,19 @@ def _compile(c: Context) -> Finding | None:
     comp = c.summary.compiled
     if not comp.any:
         return None
+    again = facts.recompiles(comp.regions)
+    if again:
+        return Finding("recompiles", "Recompilation: a compiled frame was compiled again", ISSUE,
+                       [f"{comp.regions[r]} x {r} (the second number counts compiles of the same frame)" for r in again],
+                       "run with TORCH_LOGS=recompiles to see which guard failed: shapes, dtypes or devices that change "
+                       "between calls; mark dynamic dimensions or keep them fixed", "08")
+    frames = {r.split(": ")[-1].split("/")[0] for r in comp.regions}
+    if len(frames) > 1:
+        return Finding("graph-breaks", "Several compiled frames: the function was split by graph breaks", NOTE,
+                       [f"{n} x {r}" for r, n in sorted(comp.regions.items())],
+                       "TORCH_LOGS=graph_breaks names each break; code between graphs runs eagerly", "08")
     hashes = comp.graph_hashes
-    if len(hashes) > 1 and len(comp.regions) > len(hashes) - 1:
-        return Finding("recompiles", "Several compiled graphs: possible recompilations", ISSUE,
-                       [f"{n} x CompiledFxGraph {h}" for h, n in hashes.items()],
-                       "check TORCH_LOGS=recompiles: shapes, dtypes or devices that change between calls "
-                       "force a new graph", "08")
-    ev = [f"{n} x CompiledFxGraph {h} (the same graph every call: cache hits)" for h, n in hashes.items()]
+    ev = [f"{n} x CompiledFxGraph {h}" for h, n in hashes.items()]
     region = next(iter(comp.regions), None)
     t = c.trace
     calls = t.indices((CPU_OP,), name=region) if region else []
@@ -197,9 +215,11 @@ def _compile(c: Context) -> Finding | None:
         ev.append(f"each '{region}' call takes {us(statistics.median(cpu))} on the CPU and launches "
                   f"{us(statistics.median(gpu))} of GPU work")
         return Finding("compile-tax", "Compiled region costs more CPU time than the GPU work it launches", ISSUE, ev,
-                       "compile pays off on graphs with many ops to fuse; for tiny work, batch it up, or try "
-                       "mode='reduce-overhead' (CUDA graphs) and measure", "08")
-    return Finding("compile-cache-hits", "torch.compile: one graph, reused every call", NOTE, ev,
+                       "confirm it without the profiler first (torch.utils.benchmark.Timer: the profiler inflates CPU "
+                       "time per op); then compile larger graphs, batch the work, or try mode='reduce-overhead' "
+                       "(CUDA graphs) and measure", "08")
+    return Finding("compile-cache-hits", "torch.compile: one graph, reused every call", NOTE,
+                   [e + " (the same graph every call: cache hits)" for e in ev],
                    "nothing to fix; read the generated code under /tmp/torchinductor_<user>/ to see what was fused",
                    "08")
 
@@ -223,7 +243,7 @@ def _tiny_kernels(c: Context) -> Finding | None:
                    "fuse small ops (torch.compile), batch work, or capture the sequence in a CUDA graph", "09")
 
 
-RULES: list[Rule] = [_overhead, _cold_start, _heavy_kernels, _profiler_flush, _bias_copy, _buffer_request,
+RULES: list[Rule] = [_overhead, _cold_start, _occupancy_queries, _profiler_flush, _bias_copy, _buffer_request,
                      _variance, _compile, _tiny_kernels]
 
 

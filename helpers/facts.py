@@ -730,3 +730,106 @@ def settle_index(values: list[float], tolerance: float = 1.5) -> int:
     while k > 0 and values[k - 1] <= tolerance * med:
         k -= 1
     return k
+
+
+# --- what the notebooks' reveals read ----------------------------------------------------
+
+
+def work_per_call(trace: Trace) -> dict[str, int]:
+    """GPU work launched in the last recorded step, by kind: one call once things have settled."""
+    per_step = gpu_work_per_step(trace)
+    return per_step[-1][1] if per_step else {}
+
+
+def top_kernel(trace: Trace, kind: str) -> KernelStat | None:
+    """The kernel of this kind with the most GPU time, or None."""
+    return next((k for k in kernels(trace) if k.kind == kind), None)
+
+
+def occupancy(kernel: KernelStat, device: dict) -> Occupancy | None:
+    """Theoretical occupancy of a kernel from its recorded resources and the trace's device properties."""
+    r = kernel.resources
+    if not (r.registers_per_thread and r.threads_per_block):
+        return None
+    return theoretical_occupancy(r.registers_per_thread, r.shared_memory or 0, r.threads_per_block, device)
+
+
+def _innermost_op(trace: Trace, i: int) -> str | None:
+    return next((trace.name_of(p) for p in trace.ancestors(i) if trace.group_of(p) == CPU_OP), None)
+
+
+def launches_under(trace: Trace, op: str) -> int:
+    """How many pieces of GPU work events named ``op`` (and what they called) launched."""
+    return sum(len(trace.gpu_work_of(d)) for i in trace.indices(CPU_GROUPS, name=op) if not trace.is_gpu(i)
+               for d in [i] + trace.descendants(i))
+
+
+def occupancy_queries_by_step(trace: Trace) -> list[tuple[str, dict[str, int]]]:
+    """For each recorded step, the occupancy queries made inside it, by name."""
+    return [(s.name, {n: c for n, c in calls_in(trace, s.start_us, s.start_us + s.dur_us).items()
+                      if kk.is_occupancy_query(n)}) for s in steps(trace)]
+
+
+def ops_around(trace: Trace, is_call) -> set[str]:
+    """The innermost ATen ops around the runtime or driver calls whose name passes ``is_call``."""
+    return {op for i in trace.indices((RUNTIME, DRIVER)) if not trace.is_gpu(i) and is_call(trace.name_of(i))
+            for op in [_innermost_op(trace, i)] if op}
+
+
+@dataclass
+class EstimateSplit:
+    """Kineto's occupancy estimates split by shared memory: kernels above a limit, and the others."""
+
+    above: int  # kernels using more shared memory per block than the limit
+    above_zero: int  # ... of which the estimate is 0
+    within: int  # kernels at or under the limit whose grid gives every SM at least one block
+    within_nonzero: int  # ... of which the estimate is above 0
+
+
+def estimate_by_shared_memory(trace: Trace, limit: int) -> EstimateSplit:
+    """How Kineto's ``est. achieved occupancy %`` splits at a shared-memory limit, over distinct kernels."""
+    above = above_zero = within = within_nonzero = 0
+    for k in kernels(trace):
+        r = k.resources
+        if r.est_achieved_occupancy_pct is None or r.shared_memory is None:
+            continue
+        if r.shared_memory > limit:
+            above += 1
+            above_zero += r.est_achieved_occupancy_pct == 0
+        elif (r.blocks_per_sm or 0) >= 1:
+            within += 1
+            within_nonzero += r.est_achieved_occupancy_pct > 0
+    return EstimateSplit(above, above_zero, within, within_nonzero)
+
+
+_REGION = re.compile(r"^Torch-Compiled Region: (\d+)/(\d+)$")
+
+
+def compiled_region_counts(names) -> dict[str, int]:
+    """``Torch-Compiled Region: F/N`` names among ``names``, counted (a profiler's event names, or a trace's)."""
+    return dict(Counter(n for n in names if _REGION.match(n)))
+
+
+def recompiles(regions: dict[str, int]) -> list[str]:
+    """The regions whose compile count (the N of F/N) is above 0: a frame compiled again."""
+    return sorted(r for r in regions if (m := _REGION.match(r)) and int(m.group(2)) > 0)
+
+
+def gpu_time_by_top_op(trace: Trace, annotation: str) -> dict[str, float]:
+    """GPU time launched by each op directly under ``annotation``, by op name, averaged over its calls."""
+    calls = [a for a in trace.indices((ANNOTATION,), name=annotation) if not trace.is_gpu(a)]
+    out: dict[str, float] = defaultdict(float)
+    for a in calls:
+        for c in trace.children(a):
+            if trace.group_of(c) == CPU_OP:
+                out[trace.name_of(c)] += gpu_time_under(trace, c)
+    return {op: t / len(calls) for op, t in out.items() if t > 0}
+
+
+def child_ops(trace: Trace, op: str) -> list[str]:
+    """The ops the first recorded call of ``op`` made directly, in order."""
+    first = sorted((i for i in trace.indices((CPU_OP,), name=op) if not trace.is_gpu(i)), key=trace.ts.__getitem__)
+    if not first:
+        return []
+    return [trace.name_of(c) for c in sorted(trace.children(first[0]), key=trace.ts.__getitem__)
+            if trace.group_of(c) == CPU_OP]

@@ -42,7 +42,7 @@ _RULES: list[tuple[str, re.Pattern]] = [
     (ATTENTION, re.compile(r"flash|fmha|sdpa|attention|attn|_mha_|fprop_mha", re.I)),
     (TRITON, re.compile(r"^triton_|^triton::", re.I)),
     (GEMM, re.compile(
-        r"gemm|nvjet|cutlass|cublas|xmma|s16816|s1688|h1688|h884|hmma|wgmma|^Cijk_|matmul|"
+        r"gemm|nvjet|cutlass|cublas|xmma|scudnn|hcudnn|s16816|s1688|h1688|h884|hmma|wgmma|^Cijk_|matmul|"
         r"implicit_?gemm|convolve|conv\dd|conv_|_conv|winograd|dgrad|wgrad|fprop|_bmm|bmm_", re.I)),
     (FILL, re.compile(r"(?<!masked_)fill|memset|zero_", re.I)),
     (COPY, re.compile(r"copy|transpose|memcpy|CatArray|permute", re.I)),

@@ -256,3 +256,57 @@ def _blocks(r: facts.Resources, device: dict) -> int | None:
 
 def _max_blocks(device: dict) -> int:
     return int(device.get("maxBlocksPerMultiProcessor") or (16 if int(device.get("computeMajor", 8)) < 8 else 32))
+
+
+def bars(values: dict[str, float], *, title: str = "", unit: str = "us", ax=None):
+    """One horizontal bar per label, longest first, each with its value."""
+    plt = _plt()
+    items = sorted(values.items(), key=lambda kv: -kv[1])
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(8, 0.5 * len(items) + 1.4))
+    else:
+        fig = ax.figure
+    labels, vals = [k for k, _ in items], [v for _, v in items]
+    ax.barh(range(len(items)), vals, color="#3182bd")
+    for n, v in enumerate(vals):
+        ax.text(v, n, f" {v:,.1f} {unit}", va="center", fontsize=8)
+    ax.set_yticks(range(len(items)))
+    ax.set_yticklabels(labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, max(vals, default=1) * 1.3 or 1)
+    ax.set_xlabel(unit)
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def paired_bars(values: dict[str, tuple[float, float]], names: tuple[str, str], *, title: str = "", unit: str = "us",
+                ax=None):
+    """Two bars per label (say CPU and GPU time per call), side by side."""
+    plt = _plt()
+    labels = list(values)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(labels) + 2), 3.8))
+    else:
+        fig = ax.figure
+    x = range(len(labels))
+    for side, (name, color) in enumerate(zip(names, ("#e6550d", "#3182bd"))):
+        vals = [values[k][side] or 0 for k in labels]
+        pos = [i + (side - 0.5) * 0.38 for i in x]
+        ax.bar(pos, vals, width=0.38, color=color, label=name)
+        for p, v in zip(pos, vals):
+            ax.text(p, v, f"{v:,.0f}", ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(list(x))
+    ax.set_xticklabels(labels, fontsize=8)
+    ax.set_ylabel(unit)
+    ax.legend(fontsize=8)
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def observer(rows: Sequence[tuple[str, float, float]], *, title: str = "", ax=None):
+    """For each run: CPU time per call with the profiler on (from the trace) against off (timed plainly)."""
+    return paired_bars({label: (plain, profiled) for label, profiled, plain in rows},
+                       ("unprofiled", "profiled"), title=title, unit="us per call", ax=ax)

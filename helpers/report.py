@@ -25,6 +25,11 @@ def nbytes(b: int) -> str:
     return str(b)
 
 
+def counts_text(counts: dict[str, int]) -> str:
+    """``{"gemm": 1, "fill": 1}`` as "1 gemm, 1 fill" ("nothing" when empty)."""
+    return ", ".join(f"{n} {kind}" for kind, n in counts.items()) or "nothing"
+
+
 def short(name: str, width: int = 70) -> str:
     """Long C++ kernel names, cut to something that fits a line."""
     return name if len(name) <= width else name[: width - 3] + "..."

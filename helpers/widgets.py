@@ -64,6 +64,13 @@ def parse_number(text: str) -> float | None:
     return v if math.isfinite(v) else None
 
 
+def bucket(value: float, edges: list[float], choices: list[str]) -> str:
+    """The choice a measured value falls in: ``choices[i]`` covers values below ``edges[i]``, the last the rest."""
+    if len(choices) != len(edges) + 1:
+        raise ValueError("bucket() needs one more choice than edges")
+    return next((c for c, e in zip(choices, edges) if value < e), choices[-1])
+
+
 def within(answer: float | None, actual: float, factor: float = 2.0) -> bool:
     """A numeric prediction holds when it is within ``factor`` of the trace's value."""
     if answer is None or answer <= 0 or actual <= 0:

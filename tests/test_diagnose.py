@@ -75,3 +75,57 @@ def test_cli(h200):
     text = subprocess.run([sys.executable, "-m", "helpers", "diagnose", str(h200 / "64_bf16_cold_eager.json")],
                           capture_output=True, text=True, cwd=ROOT).stdout
     assert "[issue] Overhead-bound" in text and "try:" in text
+
+
+def test_occupancy_queries_in_the_first_step_only(h200):
+    f = rules(h200, "64_bf16_cold_eager_s0-0-3")["occupancy-queries"]
+    assert "aten::mm" in f.evidence[0] and "in 1 of 3 recorded steps" in f.evidence[1]
+    assert "set" in f.next  # set-up, not a cost every call
+    assert "occupancy-queries" not in rules(h200, "4096_bf16_warm_eager")
+
+
+def test_the_launch_call_is_not_a_rule(h200):
+    # Triton kernels go through cuLaunchKernel and flash attention through cudaLaunchKernel: no finding rests on it
+    for tag in ("mlp64x128x768x3072_bf16_warm_compile", "attn-sdpa-flash1024_bf16_warm_eager"):
+        assert not any("launch" in f.title.lower() for f in diagnose(read_trace(h200 / f"{tag}.json")))
+
+
+def test_closing_sync_reads_what_the_gpu_did(h200):
+    busy = rules(h200, "4096_bf16_warm_eager").get("profiler-flush")
+    assert busy is not None and "busy" in busy.next  # the GPU worked through most of the final synchronize
+    idle = [f for f in diagnose(read_trace(h200 / "64_bf16_cold_eager.json")) if f.rule == "profiler-flush"]
+    assert all("idle" in f.next for f in idle)
+
+
+def _compiled_cpu_trace(tmp_path, break_graph: bool):
+    """A real trace of a compiled function on this CPU: a recompile, or a graph break."""
+    import torch
+
+    def fn(x, w, b):
+        y = torch.matmul(x, w)
+        if break_graph:
+            torch._dynamo.graph_break()
+        return torch.add(y, b)
+
+    torch._dynamo.reset()
+    cfn = torch.compile(fn, backend="aot_eager")
+    small, other = [torch.randn(16, 16) for _ in range(3)], [torch.randn(24, 24) for _ in range(3)]
+    cfn(*small)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        cfn(*small)
+        if not break_graph:
+            cfn(*other)
+    path = tmp_path / "compiled.json"
+    prof.export_chrome_trace(str(path))
+    return read_trace(path)
+
+
+def test_recompile_is_read_from_the_region_names(tmp_path):
+    found = {f.rule: f for f in diagnose(_compiled_cpu_trace(tmp_path, break_graph=False))}
+    assert "recompiles" in found and "0/1" in found["recompiles"].evidence[0]
+    assert found["recompiles"].severity == ISSUE
+
+
+def test_graph_break_is_not_called_a_recompile(tmp_path):
+    found = {f.rule for f in diagnose(_compiled_cpu_trace(tmp_path, break_graph=True))}
+    assert "graph-breaks" in found and "recompiles" not in found

@@ -201,3 +201,71 @@ def test_summary_json_has_the_documented_keys(h200):
     assert s["device"] == "NVIDIA H200" and s["verdict"] == "compute-bound"
     assert {"name", "kind", "count", "total_us", "median_us"} <= set(s["kernels"][0])
     assert s["memcpy"] == [{"name": "Memset (Device)", "count": 3, "bytes": 12}]
+
+
+# --- the facts the notebooks' reveals read ---------------------------------------------------
+
+
+def test_work_per_call_is_the_last_step(h200):
+    t = load(h200, "4096_bf16_warm_eager")
+    assert facts.work_per_call(t) == facts.gpu_work_per_step(t)[-1][1] == {kk.GEMM: 1, kk.ELEMENTWISE: 1, kk.FILL: 1}
+    assert facts.work_per_call(load(h200, "linear1024x32x64_bf16_warm_eager")) == {kk.GEMM: 1}
+
+
+def test_top_kernel_is_the_costliest_of_its_kind(h200):
+    t = load(h200, "attn-naive1024_bf16_warm_eager")
+    g = facts.top_kernel(t, kk.GEMM)
+    assert g.kind == kk.GEMM and g.total_us == max(k.total_us for k in facts.kernels(t) if k.kind == kk.GEMM)
+    assert facts.top_kernel(t, kk.TRITON) is None
+
+
+def test_occupancy_of_the_h200_kernels(h200):
+    t = load(h200, "4096_bf16_warm_eager")
+    dev = t.devices[0]
+    gemm, add = facts.top_kernel(t, kk.GEMM), facts.top_kernel(t, kk.ELEMENTWISE)
+    o = facts.occupancy(gemm, dev)
+    assert (o.blocks_per_sm, o.limited_by) == (1, "registers and shared memory")  # 168 regs x 384 threads, 213 KB smem
+    a = facts.occupancy(add, dev)
+    assert (a.blocks_per_sm, a.limited_by, round(a.occupancy, 2)) == (12, "registers", 0.75)  # 34 regs: 12 blocks of 4 warps
+
+
+def test_occupancy_queries_only_in_the_first_step(h200):
+    first = load(h200, "64_bf16_cold_eager_s0-0-3")
+    by_step = facts.occupancy_queries_by_step(first)
+    assert [s for s, q in by_step if q] == ["ProfilerStep#0"]
+    assert facts.ops_around(first, kk.is_occupancy_query) == {"aten::mm"}
+    raw = [e for e in raw_events(h200 / "64_bf16_cold_eager_s0-0-3.json") if "Occupancy" in e.get("name", "")]
+    assert sum(by_step[0][1].values()) == len(raw)
+    assert all(not q for _, q in facts.occupancy_queries_by_step(load(h200, "64_bf16_cold_eager")))
+
+
+def test_kineto_estimate_splits_at_the_default_shared_memory_limit(h200):
+    t = load(h200, "mlp64x128x768x3072_bf16_warm_compile")
+    limit = t.devices[0]["sharedMemPerBlock"]
+    s = facts.estimate_by_shared_memory(t, limit)
+    assert s.above and s.above_zero == s.above  # the GEMMs: > 48 KiB, estimate 0
+    assert s.within and s.within_nonzero == s.within  # the Triton kernel: no shared memory, estimate > 0
+
+
+def test_launches_under_and_child_ops(h200):
+    t = load(h200, "8x64_bf16_warm_eager")
+    assert facts.launches_under(t, "aten::bmm") == 3  # one GEMM in each recorded step
+    assert facts.launches_under(t, "aten::expand") == 0 and facts.launches_under(t, "aten::_unsafe_view") == 0
+    naive = load(h200, "attn-naive1024_bf16_warm_eager")
+    assert facts.child_ops(naive, "aten::masked_fill")[-2:] == ["aten::clone", "aten::masked_fill_"]
+
+
+def test_gpu_time_by_top_op_adds_up_to_the_call(h200):
+    t = load(h200, "attn-naive1024_bf16_warm_eager")
+    parts = facts.gpu_time_by_top_op(t, "attn_fwd")
+    assert set(parts) >= {"aten::matmul", "aten::div", "aten::masked_fill", "aten::softmax"}
+    assert sum(parts.values()) == pytest.approx(facts.gpu_time_per_call(t, "attn_fwd"))
+    assert max(parts, key=parts.get) == "aten::masked_fill"  # the copy plus the fill over the whole score matrix
+
+
+def test_compiled_regions_and_recompiles():
+    regions = facts.compiled_region_counts(["Torch-Compiled Region: 0/0", "aten::mm", "Torch-Compiled Region: 0/1",
+                                            "Torch-Compiled Region: 0/1", "Torch-Compiled Region: 1/0"])
+    assert regions == {"Torch-Compiled Region: 0/0": 1, "Torch-Compiled Region: 0/1": 2, "Torch-Compiled Region: 1/0": 1}
+    assert facts.recompiles(regions) == ["Torch-Compiled Region: 0/1"]
+    assert facts.recompiles({"Torch-Compiled Region: 0/0": 3}) == []

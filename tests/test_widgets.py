@@ -98,3 +98,35 @@ def test_a_broken_journal_is_not_fatal(journal_file):
     assert journal.load() == {}
     journal.record("03.a", 1, True)
     assert journal.load()["03.a"]["answer"] == 1
+
+
+def test_bucket_picks_the_choice_a_value_falls_in():
+    choices = ["under 1%", "1% to 10%", "more"]
+    assert [widgets.bucket(v, [0.01, 0.1], choices) for v in (0.0, 0.009, 0.01, 0.5)] == \
+        ["under 1%", "under 1%", "1% to 10%", "more"]
+    with pytest.raises(ValueError):
+        widgets.bucket(1, [1, 2], ["a", "b"])
+
+
+def test_after_waits_for_the_answer_then_shows(journal_file, monkeypatch):
+    shown = _interactive(monkeypatch)
+    widgets._answered.pop("99.gate", None)
+    seen = []
+    widgets.ask("99.gate", "Which?", choices=["a", "b"], default="a", reveal=lambda a: True)
+    widgets.after("99.gate", lambda: seen.append("the answer's picture"))
+    assert seen == []  # Run All: the cell after the question shows nothing yet
+    box = shown[0]
+    radio, row = box.children[1], box.children[2]
+    radio.value = "b"
+    row.children[0].click()
+    assert seen == ["the answer's picture"]
+    widgets.after("99.gate", lambda: seen.append("later cell"))  # already answered: at once
+    assert seen[-1] == "later cell"
+
+
+def test_after_runs_at_once_headless(journal_file, monkeypatch):
+    monkeypatch.setenv("PROFILING_HEADLESS", "1")
+    widgets._answered.pop("99.never", None)
+    seen = []
+    widgets.after("99.never", lambda: seen.append(1))
+    assert seen == [1]
