@@ -23,10 +23,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import env as _env
+from . import ROOT
+from .mode import ModeError, environment
 
-NOTEBOOKS = _env.ROOT / "notebooks"
-REPORT = _env.ROOT / "preflight"
+NOTEBOOKS = ROOT / "notebooks"
+REPORT = ROOT / "preflight"
 
 
 @dataclass
@@ -41,8 +42,8 @@ class Result:
 
 def _where() -> str:
     try:
-        e = _env.environment()
-    except _env.ModeError as err:
+        e = environment()
+    except ModeError as err:
         return f"? ({err})"
     if e.live:
         return f"{e.gpu} (live)"

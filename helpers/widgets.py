@@ -19,7 +19,7 @@ import math
 from typing import Any, Callable
 
 from . import journal
-from .env import headless
+from .mode import headless
 
 Reveal = Callable[[Any], "bool | None"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from helpers import workload as wl
-from helpers.profiling import ARTICLE, Schedule, scenario_key, tag_for
+from helpers.tags import ARTICLE, Schedule, scenario_key, tag_for
 
 
 @pytest.mark.parametrize("device,cap,expected", [
