@@ -28,6 +28,16 @@ def banner() -> _mode.Environment:
     return e
 
 
+def code(text: object) -> str:
+    """``<code>text</code>``, escaped: for kernel names and other trace values inside reveal HTML.
+
+    Kernel names are C++ templates (``vectorized_elementwise_kernel<8, ...>``):
+    put into HTML as they are, the browser takes ``<8, ...>`` for a tag and
+    the name disappears.
+    """
+    return f"<code>{html.escape(str(text))}</code>"
+
+
 def md(text: str) -> None:
     """Markdown, for reveals whose numbers come from the trace just read."""
     from IPython.display import Markdown, display

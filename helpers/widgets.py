@@ -128,7 +128,12 @@ def _interactive(qid: str, prompt: str, reveal: Reveal, choices: list[str] | Non
 
 
 def verdict(hit: bool | None, explanation: str) -> bool | None:
-    """Say whether the prediction held, and why; returns ``hit`` for the reveal to pass on."""
+    """Say whether the prediction held, and why; returns ``hit`` for the reveal to pass on.
+
+    ``explanation`` is HTML, shown as it is: every value in it that comes from
+    a trace (kernel and op names hold ``<``, ``>`` and ``&``) must be escaped,
+    with :func:`helpers.show.code` or ``html.escape``.
+    """
     if hit is None:
         head = "<b>Compare with your guess.</b>"
         color = "#555"
