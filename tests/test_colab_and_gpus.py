@@ -151,3 +151,19 @@ def test_little_free_memory_without_step_down_is_refused(monkeypatch):
     fake_gpu(monkeypatch, "Tesla T4", 7, 5, 15, 0.25)
     with pytest.raises(wl.NotEnoughMemory, match="fits"):
         profiling.profile(wl.matmul_add(8192), warm=True, step_down=False)
+
+
+def test_an_unusable_cudnn_is_named_not_hidden(monkeypatch):
+    import torch
+
+    fake_gpu(monkeypatch, "NVIDIA A100-SXM4-80GB", 8, 0, 80, 79)
+
+    def incompatible():
+        raise RuntimeError("cuDNN version incompatibility: PyTorch was compiled against (9, 1, 0) but found "
+                           "runtime version (8, 9, 2).\nLooks like your LD_LIBRARY_PATH contains ...")
+
+    monkeypatch.setattr(torch.backends.cudnn, "version", incompatible)
+    e = mode.environment()
+    assert e.cudnn == ("unusable: cuDNN version incompatibility: PyTorch was compiled against (9, 1, 0) but found "
+                       "runtime version (8, 9, 2).")
+    assert e.report()["cuDNN"] == e.cudnn

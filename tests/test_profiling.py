@@ -98,3 +98,19 @@ def test_unknown_reference_set(monkeypatch):
     monkeypatch.setenv("PROFILING_REFERENCE", "no-such-gpu")
     with pytest.raises(reference.NotRecorded, match="no-such-gpu"):
         reference.reference_set()
+
+
+def test_a_broken_manifest_is_reported_and_skipped(tmp_path, monkeypatch, h200):
+    shutil.copytree(h200, tmp_path / "good-gpu")
+    (tmp_path / "broken-gpu").mkdir()
+    (tmp_path / "broken-gpu" / "manifest.json").write_text('{"gpu": {"name": "X"}, "scenarios": {')
+    (tmp_path / "list-gpu").mkdir()
+    (tmp_path / "list-gpu" / "manifest.json").write_text("[]")
+    monkeypatch.setattr(reference, "REFERENCE", tmp_path)
+    with pytest.warns(UserWarning) as said:
+        sets = reference.reference_sets()
+    assert [s.path.name for s in sets] == ["good-gpu"]  # the others are skipped, and the good one still serves
+    broken, listed = sorted(str(w.message) for w in said)
+    assert str(tmp_path / "broken-gpu" / "manifest.json") in broken and "cannot be read as JSON" in broken
+    assert "Expecting" in broken  # the JSON error itself
+    assert str(tmp_path / "list-gpu" / "manifest.json") in listed and "not a manifest" in listed
