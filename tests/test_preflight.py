@@ -41,17 +41,23 @@ def test_plain_html_needs_no_templates():
     assert "# Title" in page and "hi &lt;b&gt;" in page and "<p>shown</p>" in page and "<script>" not in page
 
 
-def test_missing_templates_give_plain_pages_and_one_line(tmp_path, monkeypatch, capsys):
+def exporter_raising(monkeypatch, error: Exception) -> None:
+    """nbconvert's HTMLExporter, replaced by one that fails the way a broken install does."""
     import nbconvert
 
-    class NoTemplates:
+    class Failing:
         def __init__(self, **kw):
             pass
 
         def from_notebook_node(self, nb):
-            raise ValueError("No template sub-directory with name 'lab' found in the following paths:\n\t/x")
+            raise error
 
-    monkeypatch.setattr(nbconvert, "HTMLExporter", NoTemplates)
+    monkeypatch.setattr(nbconvert, "HTMLExporter", Failing)
+
+
+def test_missing_templates_give_plain_pages_and_one_line(tmp_path, monkeypatch, capsys):
+    exporter_raising(monkeypatch, ValueError("No template sub-directory with name 'lab' found in the following "
+                                             "paths:\n\t/x"))
     preflight._say_once.cache_clear()
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("print('hi')")]
@@ -63,15 +69,6 @@ def test_missing_templates_give_plain_pages_and_one_line(tmp_path, monkeypatch, 
 
 
 def test_a_bug_in_rendering_is_not_hidden(tmp_path, monkeypatch):
-    import nbconvert
-
-    class Broken:
-        def __init__(self, **kw):
-            pass
-
-        def from_notebook_node(self, nb):
-            raise TypeError("a bug")
-
-    monkeypatch.setattr(nbconvert, "HTMLExporter", Broken)
+    exporter_raising(monkeypatch, TypeError("a bug"))
     with pytest.raises(TypeError, match="a bug"):
         preflight._write_html(nbformat.v4.new_notebook(), tmp_path / "x.html")
