@@ -44,9 +44,10 @@ class Architecture:
     max_blocks_per_sm: int  # [guide] maximum number of resident blocks per SM
     shared_memory_per_sm: int  # [guide] maximum amount of shared memory per SM, bytes
     shared_memory_per_block: int  # [guide] maximum shared memory per block (opt-in), bytes
-    reserved_shared_memory_per_block: int  # [guide] shared memory the system keeps per block, bytes
+    # [guide] "1 KB of shared memory is reserved for system use" per block from sm_80 on (the guide's
+    # compute capability 8.x and 9.0 sections; cudaDeviceProp.reservedSharedMemPerBlock on the GPU)
+    reserved_shared_memory_per_block: int
     shared_memory_granularity: int  # [calc] shared memory is allocated per block in units of this
-    source: str  # where the row's numbers come from
     registers_per_sm: int = 64 * KiB  # [guide] number of 32-bit registers per SM, every listed architecture
     max_registers_per_thread: int = 255  # [guide] every listed architecture
     register_allocation_unit: int = 256  # [calc] registers are given to each warp in units of 256
@@ -61,28 +62,32 @@ class Architecture:
         return f"sm_{self.capability[0]}{self.capability[1]}"
 
     @property
+    def source(self) -> str:
+        """Where the row's numbers come from."""
+        return (f"CUDA C++ Programming Guide, technical specifications per compute capability, column "
+                f"{self.capability[0]}.{self.capability[1]}; allocation rules of the CUDA occupancy calculator "
+                "(cuda_occupancy.h)")
+
+    @property
     def max_warps_per_sm(self) -> int:
         """[guide] maximum number of resident warps per SM."""
         return self.max_threads_per_sm // self.warp_size
 
 
-_GUIDE = "CUDA C++ Programming Guide, technical specifications per compute capability, column"
-_CALC = "occupancy calculator (cuda_occupancy.h)"
-
-#: compute capability -> its limits. The guide's table gives each column; the shared memory
-#: granularity is cuda_occupancy.h's (256 bytes before sm_80, 128 from sm_80 on).
+#: compute capability -> its limits: the guide's table, one column per row (see Architecture.source);
+#: the shared memory granularity is cuda_occupancy.h's (256 bytes before sm_80, 128 from sm_80 on).
+#: Columns: capability, examples, threads per SM, blocks per SM, shared memory per SM, per block (opt-in),
+#: reserved per block, shared memory granularity.
 ARCHITECTURES: dict[tuple[int, int], Architecture] = {a.capability: a for a in (
-    Architecture((7, 0), "V100", 2048, 32, 96 * KiB, 96 * KiB, 0, 256, f"{_GUIDE} 7.0; {_CALC}"),
-    Architecture((7, 2), "Jetson AGX Xavier", 2048, 32, 96 * KiB, 96 * KiB, 0, 256, f"{_GUIDE} 7.2; {_CALC}"),
-    Architecture((7, 5), "T4, RTX 20xx", 1024, 16, 64 * KiB, 64 * KiB, 0, 256, f"{_GUIDE} 7.5; {_CALC}"),
-    Architecture((8, 0), "A100, A30", 2048, 32, 164 * KiB, 163 * KiB, 1 * KiB, 128, f"{_GUIDE} 8.0; {_CALC}"),
-    Architecture((8, 6), "A10G, A10, RTX 30xx", 1536, 16, 100 * KiB, 99 * KiB, 1 * KiB, 128,
-                 f"{_GUIDE} 8.6; {_CALC}"),
-    Architecture((8, 7), "Jetson Orin", 1536, 16, 164 * KiB, 163 * KiB, 1 * KiB, 128, f"{_GUIDE} 8.7; {_CALC}"),
-    Architecture((8, 9), "L4, L40S, RTX 40xx", 1536, 24, 100 * KiB, 99 * KiB, 1 * KiB, 128,
-                 f"{_GUIDE} 8.9; {_CALC}"),
-    Architecture((9, 0), "H100, H200", 2048, 32, 228 * KiB, 227 * KiB, 1 * KiB, 128, f"{_GUIDE} 9.0; {_CALC}"),
-    Architecture((10, 0), "B200", 2048, 32, 228 * KiB, 227 * KiB, 1 * KiB, 128, f"{_GUIDE} 10.0; {_CALC}"),
+    Architecture((7, 0), "V100", 2048, 32, 96 * KiB, 96 * KiB, 0, 256),
+    Architecture((7, 2), "Jetson AGX Xavier", 2048, 32, 96 * KiB, 96 * KiB, 0, 256),
+    Architecture((7, 5), "T4, RTX 20xx", 1024, 16, 64 * KiB, 64 * KiB, 0, 256),
+    Architecture((8, 0), "A100, A30", 2048, 32, 164 * KiB, 163 * KiB, 1 * KiB, 128),
+    Architecture((8, 6), "A10G, A10, RTX 30xx", 1536, 16, 100 * KiB, 99 * KiB, 1 * KiB, 128),
+    Architecture((8, 7), "Jetson Orin", 1536, 16, 164 * KiB, 163 * KiB, 1 * KiB, 128),
+    Architecture((8, 9), "L4, L40S, RTX 40xx", 1536, 24, 100 * KiB, 99 * KiB, 1 * KiB, 128),
+    Architecture((9, 0), "H100, H200", 2048, 32, 228 * KiB, 227 * KiB, 1 * KiB, 128),
+    Architecture((10, 0), "B200", 2048, 32, 228 * KiB, 227 * KiB, 1 * KiB, 128),
 )}
 
 

@@ -60,6 +60,8 @@ CASES = [
     ((8, 0), 40, 0, 96, (16, 48, 64, "registers")),
     # 48 KiB + 1 KiB reserved = 50,176 B: 167936 / 50176 = 3 blocks; registers and threads allow 8.
     ((8, 0), 32, 48 * 1024, 256, (3, 24, 64, "shared memory")),
+    # one-warp blocks: registers and threads allow 64, shared memory 164 (1 KiB each): 32 blocks, half the warps.
+    ((8, 0), 32, 0, 32, (32, 32, 64, "blocks")),
     # --- sm_86 (A10G, RTX 30xx): 48 warps, 16 blocks, 100 KiB shared memory, 1 KiB reserved
     # two-warp blocks: threads allow 48 / 2 = 24, the 16-block limit decides: 32 of 48 warps.
     ((8, 6), 32, 0, 64, (16, 32, 48, "blocks")),
@@ -81,6 +83,8 @@ CASES = [
     ((9, 0), 168, 213_188, 384, (1, 12, 64, "registers and shared memory")),
     # 1024-thread blocks of 32 warps: registers (64 warps) and threads both allow 2.
     ((9, 0), 32, 0, 1024, (2, 64, 64, "registers and threads")),
+    # one-warp blocks: registers and threads allow 64, shared memory 228 (1 KiB each): 32 blocks.
+    ((9, 0), 32, 0, 32, (32, 32, 64, "blocks")),
 ]
 
 
