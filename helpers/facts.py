@@ -583,6 +583,9 @@ def theoretical_occupancy(registers_per_thread: int | None, shared_memory: int, 
     if threads <= 0 or regs < 0 or smem < 0:
         return _no_occupancy(f"no usable block size, registers or shared memory ({threads_per_block!r} threads, "
                              f"{registers_per_thread!r} registers, {shared_memory!r} bytes)", arch.name)
+    if arch.max_warps_per_sm < 1:
+        return _no_occupancy(f"the trace's deviceProperties give {arch.max_threads_per_sm} threads per SM, "
+                             f"less than one warp of {arch.warp_size}", arch.name)
     for used, allowed, what in ((threads, arch.max_threads_per_block, "threads per block"),
                                 (regs, arch.max_registers_per_thread, "registers per thread"),
                                 (smem, arch.shared_memory_per_block, "bytes of shared memory per block")):

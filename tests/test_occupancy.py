@@ -166,6 +166,12 @@ def test_a_kernel_that_cannot_launch_gets_a_reason(regs, smem, threads, words):
     assert o.blocks_per_sm is None and words in o.unknown
 
 
+def test_nonsense_from_the_trace_is_no_answer_not_a_crash():
+    props = {**only_capability(9, 0), "maxThreadsPerMultiprocessor": 16}
+    o = facts.theoretical_occupancy(32, 0, 128, props)
+    assert o.blocks_per_sm is None and "16 threads per SM, less than one warp of 32" in o.unknown
+
+
 def test_an_unknown_architecture_draws_without_limits(h200):
     import matplotlib
 
