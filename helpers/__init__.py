@@ -2,7 +2,15 @@
 
 Importing this package is cheap and never imports torch: the trace reader and
 the facts run on any machine. The notebooks import what they need from the
-submodules (``helpers.profiling``, ``helpers.plots``, ``helpers.predict``...).
+submodules: ``helpers.profiling`` (profile a workload, live or from the
+recordings), ``helpers.facts`` (what a trace says), ``helpers.plots``,
+``helpers.widgets`` (predict, then reveal), ``helpers.show`` (banner, tables).
+README.md lists every module.
 """
 
+from pathlib import Path
+
 __version__ = "0.1.0"
+
+#: the repository: notebooks/, traces/ and helpers/ itself
+ROOT = Path(__file__).resolve().parent.parent

@@ -17,6 +17,7 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from . import hardware
 from . import kernel_kinds as kk
 from .trace import (ANNOTATION, CPU_GROUPS, CPU_OP, DRIVER, GPU_WORK, MEMCPY, MEMSET, RUNTIME,
                     Trace, _gc_paused, covered, lane_spans)
@@ -542,47 +543,70 @@ def compiled(trace: Trace) -> Compiled:
 
 @dataclass
 class Occupancy:
-    blocks_per_sm: int
-    warps_per_sm: int
-    max_warps_per_sm: int
-    occupancy: float  # warps resident / warps possible
-    limited_by: str  # "registers", "shared memory", "threads", "blocks", or several joined by "and"
-    limits: dict[str, float]
+    """How many blocks of one kernel fit on one SM at once, or why that cannot be said."""
+
+    blocks_per_sm: int | None
+    warps_per_sm: int | None
+    max_warps_per_sm: int | None
+    occupancy: float | None  # warps resident / warps possible
+    limited_by: str | None  # "registers", "shared memory", "threads", "blocks", or several joined by "and"
+    limits: dict[str, int | None]  # the blocks each resource allows; None: that resource sets no limit
+    architecture: str | None = None  # "sm_90"
+    unknown: str | None = None  # why there is no answer ("unknown architecture sm_120: ..."); None when there is
 
 
-def theoretical_occupancy(registers_per_thread: int, shared_memory: int, threads_per_block: int,
-                          device: dict) -> Occupancy | None:
-    """How many blocks of a kernel fit on one SM, from the trace's ``deviceProperties``.
+def _no_occupancy(reason: str, arch: str | None = None) -> Occupancy:
+    return Occupancy(None, None, None, None, None, {}, arch, reason)
 
-    Follows the CUDA occupancy calculator: registers are allocated per warp in
-    units of 256, each block reserves 1 KiB of shared memory on sm_80 and newer.
+
+def _round_up(x: int, unit: int) -> int:
+    return -(-x // unit) * unit
+
+
+def theoretical_occupancy(registers_per_thread: int | None, shared_memory: int, threads_per_block: int,
+                          device: dict) -> Occupancy:
+    """How many blocks of a kernel fit on one SM, by the CUDA occupancy calculator's rules.
+
+    ``device`` is the trace's ``deviceProperties`` entry; what Kineto leaves
+    out (blocks per SM, reserved shared memory, granularities) comes from
+    :mod:`helpers.hardware`'s table. A GPU whose architecture the table lacks
+    gets an :class:`Occupancy` whose ``unknown`` says so, with no numbers.
     """
     try:
-        regs_sm = int(device["regsPerMultiprocessor"])
-        threads_sm = int(device.get("maxThreadsPerMultiprocessor") or device["maxThreadsPerMultiProcessor"])
-        smem_sm = int(device["sharedMemPerMultiprocessor"])
-        major = int(device.get("computeMajor", 8))
-        warp = int(device.get("warpSize", 32))
-        max_blocks = int(device.get("maxBlocksPerMultiProcessor") or (16 if major < 8 else 32))
-    except (KeyError, TypeError, ValueError, OverflowError):
-        return None
-    if threads_per_block <= 0 or warp <= 0 or max_blocks <= 0:
-        return None
-    warps_block = -(-threads_per_block // warp)
-    max_warps = threads_sm // warp
-    limits: dict[str, float] = {"threads": max_warps // warps_block, "blocks": max_blocks}
-    if registers_per_thread:
-        regs_warp = -(-registers_per_thread * warp // 256) * 256
-        limits["registers"] = regs_sm // (regs_warp * warps_block)
-    else:
-        limits["registers"] = math.inf
-    reserved = 1024 if major >= 8 else 0
-    limits["shared memory"] = smem_sm // (shared_memory + reserved) if shared_memory else math.inf
-    blocks = int(min(limits.values()))
-    limiting = " and ".join(k for k in ("registers", "shared memory", "threads", "blocks") if limits[k] == blocks)
+        arch = hardware.device_architecture(device)
+    except hardware.UnknownArchitecture as e:
+        return _no_occupancy(str(e))
+    try:  # a trace's JSON may hold floats, or worse
+        regs, smem, threads = int(registers_per_thread or 0), int(shared_memory or 0), int(threads_per_block or 0)
+    except (TypeError, ValueError, OverflowError):
+        regs = smem = threads = -1
+    if threads <= 0 or regs < 0 or smem < 0:
+        return _no_occupancy(f"no usable block size, registers or shared memory ({threads_per_block!r} threads, "
+                             f"{registers_per_thread!r} registers, {shared_memory!r} bytes)", arch.name)
+    if arch.max_warps_per_sm < 1:
+        return _no_occupancy(f"the trace's deviceProperties give {arch.max_threads_per_sm} threads per SM, "
+                             f"less than one warp of {arch.warp_size}", arch.name)
+    for used, allowed, what in ((threads, arch.max_threads_per_block, "threads per block"),
+                                (regs, arch.max_registers_per_thread, "registers per thread"),
+                                (smem, arch.shared_memory_per_block, "bytes of shared memory per block")):
+        if used > allowed:
+            return _no_occupancy(f"{used} {what} is more than {arch.name} allows ({allowed}): "
+                                 "no such kernel can launch there", arch.name)
+    warps_block = -(-threads // arch.warp_size)
+    limits: dict[str, int | None] = {"registers": None}
+    if regs:
+        per_warp = _round_up(regs * arch.warp_size, arch.register_allocation_unit)
+        warps = arch.registers_per_sm // per_warp
+        limits["registers"] = (warps - warps % arch.warp_allocation_granularity) // warps_block
+    per_block = _round_up(smem + arch.reserved_shared_memory_per_block, arch.shared_memory_granularity)
+    limits["shared memory"] = arch.shared_memory_per_sm // per_block if per_block else None
+    limits["threads"] = arch.max_warps_per_sm // warps_block
+    limits["blocks"] = arch.max_blocks_per_sm
+    blocks = min(v for v in limits.values() if v is not None)
+    limiting = " and ".join(k for k, v in limits.items() if v == blocks)
     warps = blocks * warps_block
-    return Occupancy(blocks, warps, max_warps, warps / max_warps if max_warps else 0.0, limiting,
-                     {k: (v if v != math.inf else None) for k, v in limits.items()})
+    return Occupancy(blocks, warps, arch.max_warps_per_sm, warps / arch.max_warps_per_sm, limiting, limits,
+                     arch.name)
 
 
 # --- everything at once --------------------------------------------------------------

@@ -12,6 +12,7 @@ import datetime as _dt
 import json
 import os
 import tempfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,25 +20,76 @@ from typing import Any
 JOURNAL_VAR = "PROFILING_JOURNAL"
 
 
+class JournalWarning(UserWarning):
+    """Something about the journal the learner should know: a broken file kept aside, a prediction not saved."""
+
+
+class _Unusable(OSError):
+    """The journal exists but cannot be read or moved aside: writing would lose it."""
+
+
 def path() -> Path:
     env = os.environ.get(JOURNAL_VAR)
     return Path(env) if env else Path.cwd() / ".predictions.json"
 
 
-def load(where: Path | None = None) -> dict[str, dict[str, Any]]:
-    """Every recorded prediction, keyed by question id (``"02.gpu-share"``)."""
-    p = where or path()
+def _set_aside(p: Path, problem: str) -> None:
+    """Move a journal that is not one beside itself, and say so; never write over it."""
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    kept, n = p.with_name(f"{p.stem}.broken-{stamp}{p.suffix}"), 1
+    while kept.exists():  # two broken journals in one second: keep both
+        kept, n = p.with_name(f"{p.stem}.broken-{stamp}-{n}{p.suffix}"), n + 1
     try:
-        data = json.loads(p.read_text())
-    except (OSError, ValueError):
+        os.replace(p, kept)
+    except OSError as e:
+        raise _Unusable(f"The predictions journal {p} {problem}, and it cannot be moved aside ({e}): "
+                        "predictions are not saved until it is fixed or removed.") from None
+    warnings.warn(f"The predictions journal {p} {problem}: it is kept as {kept}, and a new journal starts.",
+                  JournalWarning, stacklevel=3)
+
+
+def _read(p: Path) -> dict[str, dict[str, Any]]:
+    """The journal's entries; a broken one is set aside (:func:`_set_aside`) and reads as empty."""
+    try:
+        text = p.read_bytes()
+    except FileNotFoundError:
         return {}
-    return data if isinstance(data, dict) else {}
+    except OSError as e:
+        raise _Unusable(f"The predictions journal {p} cannot be read ({e}): predictions are not saved "
+                        "until it can.") from None
+    try:
+        data = json.loads(text)
+    except ValueError as e:  # UnicodeDecodeError included: bytes that are not text are no journal either
+        _set_aside(p, f"is not valid JSON ({e})")
+        return {}
+    if not isinstance(data, dict):
+        _set_aside(p, f"holds a JSON {type(data).__name__}, not the object of predictions it should")
+        return {}
+    return data
+
+
+def load(where: Path | None = None) -> dict[str, dict[str, Any]]:
+    """Every recorded prediction, keyed by question id (``"02.gpu-share"``).
+
+    A journal that is not valid JSON is moved aside (``.predictions.broken-<time>.json``)
+    with a warning, and reads as empty; one that cannot be read at all warns
+    and reads as empty, and is left as it is.
+    """
+    try:
+        return _read(where or path())
+    except _Unusable as e:
+        warnings.warn(str(e), JournalWarning, stacklevel=2)
+        return {}
 
 
 def record(qid: str, answer: Any, hit: bool | None, where: Path | None = None) -> None:
     """Store one prediction, replacing an earlier answer to the same question."""
     p = where or path()
-    data = load(p)
+    try:
+        data = _read(p)
+    except _Unusable as e:  # writing now would replace what could not be read
+        warnings.warn(str(e), JournalWarning, stacklevel=2)
+        return
     data[qid] = {"answer": answer, "hit": hit,
                  "when": _dt.datetime.now().isoformat(timespec="seconds")}
     # Write beside and rename, so that a crash never leaves half a journal.
@@ -47,8 +99,9 @@ def record(qid: str, answer: Any, hit: bool | None, where: Path | None = None) -
         with os.fdopen(fd, "w") as f:
             json.dump(data, f, indent=1, default=str)
         os.replace(tmp, p)
-    except OSError:
-        pass  # a read-only folder must not stop the lesson
+    except OSError as e:  # a read-only folder must not stop the lesson
+        warnings.warn(f"This prediction is not saved: the journal {p} cannot be written ({e}).", JournalWarning,
+                      stacklevel=2)
 
 
 @dataclass

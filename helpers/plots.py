@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from . import facts
+from . import facts, hardware
 from . import kernel_kinds as kk
 from .trace import ANNOTATION, CPU_OP, DRIVER, RUNTIME, Trace, lane_spans
 
@@ -217,14 +217,22 @@ def distribution(durations_us: Sequence[float], *, title: str = "", unit_label: 
 
 
 def resources(kernels: Sequence[tuple[str, facts.Resources]], device: dict, *, title: str = ""):
-    """Each kernel's registers, shared memory, block size and blocks per SM, next to the GPU's limits."""
+    """Each kernel's registers, shared memory, block size and blocks per SM, next to the GPU's limits.
+
+    The limits come from :mod:`helpers.hardware`; on an architecture it does
+    not know, the bars are drawn without limit lines and the title says why.
+    """
     plt = _plt()
+    try:
+        arch = hardware.device_architecture(device)
+    except hardware.UnknownArchitecture as e:
+        arch, title = None, f"{title}\n(no limits shown: {e})".strip()
     limits = [
-        ("registers per thread", lambda r: r.registers_per_thread, 255),
+        ("registers per thread", lambda r: r.registers_per_thread, arch and arch.max_registers_per_thread),
         ("shared memory per block (KiB)", lambda r: (r.shared_memory or 0) / 1024,
-         (device.get("sharedMemPerBlockOptin") or device.get("sharedMemPerBlock") or 0) / 1024),
-        ("threads per block", lambda r: r.threads_per_block, device.get("maxThreadsPerBlock", 1024)),
-        ("blocks per SM (theoretical)", lambda r: _blocks(r, device), _max_blocks(device)),
+         arch and arch.shared_memory_per_block / 1024),
+        ("threads per block", lambda r: r.threads_per_block, arch and arch.max_threads_per_block),
+        ("blocks per SM (theoretical)", lambda r: _blocks(r, device), arch and arch.max_blocks_per_sm),
     ]
     fig, axes = plt.subplots(1, len(limits), figsize=(13, 0.55 * len(kernels) + 1.8), sharey=True)
     labels = [k for k, _ in kernels]
@@ -250,12 +258,8 @@ def resources(kernels: Sequence[tuple[str, facts.Resources]], device: dict, *, t
 def _blocks(r: facts.Resources, device: dict) -> int | None:
     if not (r.registers_per_thread and r.threads_per_block):
         return None
-    occ = facts.theoretical_occupancy(r.registers_per_thread, r.shared_memory or 0, r.threads_per_block, device)
-    return occ.blocks_per_sm if occ else None
-
-
-def _max_blocks(device: dict) -> int:
-    return int(device.get("maxBlocksPerMultiProcessor") or (16 if int(device.get("computeMajor", 8)) < 8 else 32))
+    return facts.theoretical_occupancy(r.registers_per_thread, r.shared_memory or 0, r.threads_per_block,
+                                       device).blocks_per_sm
 
 
 def bars(values: dict[str, float], *, title: str = "", unit: str = "us", ax=None):

@@ -21,12 +21,14 @@ import re
 import sys
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
-from . import env as _env
+from . import ROOT
+from .mode import ModeError, environment
 
-NOTEBOOKS = _env.ROOT / "notebooks"
-REPORT = _env.ROOT / "preflight"
+NOTEBOOKS = ROOT / "notebooks"
+REPORT = ROOT / "preflight"
 
 
 @dataclass
@@ -41,8 +43,8 @@ class Result:
 
 def _where() -> str:
     try:
-        e = _env.environment()
-    except _env.ModeError as err:
+        e = environment()
+    except ModeError as err:
         return f"? ({err})"
     if e.live:
         return f"{e.gpu} (live)"
@@ -105,9 +107,18 @@ def _write_html(nb, target: Path) -> None:
         from nbconvert import HTMLExporter
 
         body, _ = HTMLExporter(embed_images=True).from_notebook_node(nb)
-    except Exception:  # nbconvert or its templates missing (wheels installed with --target): a plain page
+    # nbconvert missing (ImportError), or its templates (wheels installed with --target): jinja2's
+    # TemplateNotFound is an OSError, nbconvert's "No template sub-directory" a ValueError
+    except (ImportError, OSError, ValueError) as e:
+        why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        _say_once(f"preflight: nbconvert cannot render HTML here ({why}); the report has plain pages instead")
         body = plain_html(nb)
     target.write_text(body)
+
+
+@lru_cache(maxsize=None)
+def _say_once(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def plain_html(nb) -> str:

@@ -22,9 +22,10 @@ import sys
 import time
 from pathlib import Path
 
-from . import env as _env
-from .profiling import run_fresh, run_live, tag_for
+from .reference import REFERENCE, BrokenManifest, read_manifest
+from .runner import run_fresh, run_live
 from .scenarios import all_scenarios
+from .tags import slug, tag_for
 from .workload import WorkloadError, check_fits, pick_dtype
 
 
@@ -76,10 +77,15 @@ def main(argv: list[str] | None = None) -> int:
         print("record: no CUDA GPU is visible; reference traces must come from a real GPU.", file=sys.stderr)
         return 2
     info = _versions()
-    out = Path(a.out) if a.out else _env.REFERENCE / _env.slug(info["gpu"]["name"])
+    out = Path(a.out) if a.out else REFERENCE / slug(info["gpu"]["name"])
     out.mkdir(parents=True, exist_ok=True)
     mf_path = out / "manifest.json"
-    old = json.loads(mf_path.read_text()).get("scenarios", {}) if mf_path.exists() else {}
+    try:  # the scenarios recorded before stay in the manifest
+        old = read_manifest(mf_path).get("scenarios", {}) if mf_path.exists() else {}
+    except BrokenManifest as e:
+        print(f"record: {e}; restore it (git checkout -- {mf_path}) or move it aside, then run again.",
+              file=sys.stderr)
+        return 2
     dtype = pick_dtype("cuda")
     parts = tuple(int(x) for x in a.parts.split(","))
     todo = [s for s in all_scenarios(parts) if not a.only or fnmatch.fnmatch(s.key, a.only)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .profiling import ARTICLE, Schedule, scenario_key
+from .tags import ARTICLE, Schedule, scenario_key
 from .workload import Workload, attention, addmm, block, linear, matmul_add, mlp
 
 #: matrix sizes of notebook 02's sweep

@@ -6,7 +6,7 @@ import html
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from . import env as _env
+from . import mode as _mode
 from . import perfetto as _perfetto
 from .workload import dtype_note
 
@@ -17,9 +17,9 @@ def _display_html(text: str) -> None:
     display(HTML(text))
 
 
-def banner() -> _env.Environment:
+def banner() -> _mode.Environment:
     """Show the one-line mode banner; returns the environment for later cells."""
-    e = _env.environment()
+    e = _mode.environment()
     color = "#1a7f37" if e.live else "#8250df"
     note = dtype_note("cuda", e.capability) if e.live else None
     extra = f"<br><span style='color:#555'>{html.escape(note)}</span>" if note else ""
@@ -29,7 +29,12 @@ def banner() -> _env.Environment:
 
 
 def code(text: object, width: int | None = None) -> str:
-    """``<code>text</code>`` with the text escaped (kernel names hold ``<`` and ``>``), cut to ``width``."""
+    """``<code>text</code>``, escaped: for kernel names and other trace values inside reveal HTML.
+
+    Kernel names are C++ templates (``vectorized_elementwise_kernel<8, ...>``):
+    put into HTML as they are, the browser takes ``<8, ...>`` for a tag and
+    the name disappears. ``width`` cuts a long name to that many characters.
+    """
     t = str(text)
     if width is not None and len(t) > width:
         t = t[: width - 1] + "…"

@@ -23,7 +23,7 @@ import math
 from typing import Any, Callable
 
 from . import journal
-from .env import headless
+from .mode import headless
 
 Reveal = Callable[[Any], "bool | None"]
 
@@ -178,9 +178,9 @@ def _interactive(qid: str, prompt: str, reveal: Reveal, choices: list[str] | Non
 def verdict(hit: bool | None, explanation: str) -> bool | None:
     """Say whether the prediction held, and why; returns ``hit`` for the reveal to pass on.
 
-    ``explanation`` is HTML: pass every value that comes from a trace (a
-    kernel name, an op) through :func:`helpers.show.code` or ``html.escape``,
-    so that a templated name such as ``kernel<8, float>`` shows intact.
+    ``explanation`` is HTML, shown as it is: every value in it that comes from
+    a trace (kernel and op names hold ``<``, ``>`` and ``&``) must be escaped,
+    with :func:`helpers.show.code` or ``html.escape``.
     """
     if hit is None:
         head = "<b>Compare with your guess.</b>"

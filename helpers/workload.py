@@ -5,9 +5,11 @@ same on a batch of them. Part 2: one ``nn.Linear`` and a GeGLU MLP. Part 3:
 attention written by hand and through ``scaled_dot_product_attention``. And a
 small transformer block for the learner's own experiments.
 
-Each workload knows its tag stem (the article's file naming), the
-``record_function`` label it runs under, and how much GPU memory it needs,
-so that a size that does not fit is refused before anything is allocated.
+Each kind of workload is one :class:`Kind` entry in :data:`KINDS`, beside its
+constructor: how to build it, how to say it in words, its tag stem (the
+article's file naming), how much GPU memory it needs (so that a size that
+does not fit is refused before anything is allocated) and how to halve it.
+Adding a workload is writing its constructor, its builder and that one entry.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import Any, Callable
+
+from .hardware import has_native_bf16
 
 DTYPE_NAMES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
@@ -45,7 +49,7 @@ def pick_dtype(device: str, capability: tuple[int, int] | None = None) -> str:
         import torch
 
         capability = torch.cuda.get_device_capability()
-    return "bf16" if capability >= (8, 0) else "fp16"
+    return "bf16" if has_native_bf16(capability) else "fp16"
 
 
 def dtype_note(device: str, capability: tuple[int, int] | None) -> str | None:
@@ -69,12 +73,35 @@ def itemsize(name: str) -> int:
     return 4 if name == "fp32" else 2
 
 
+Params = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """Everything the series knows about one kind of workload, each as a function of its parameters."""
+
+    build: Callable[..., tuple[Callable[..., Any], tuple]]  # (device, torch dtype, **params) -> (step, inputs)
+    describe: Callable[[Params], str]  # the workload in words, for messages and manifests
+    stem: Callable[[Params], str]  # the first part of the article's tag: "64" for a 64x64 matmul_add
+    bytes_needed: Callable[[Params, int], int]  # (params, bytes per element) -> a generous GPU memory estimate
+    smaller: Callable[[Params], Params | None]  # the parameters that halve it, or None when it cannot shrink
+
+
+#: every kind of workload, by the name :attr:`Workload.kind` holds
+KINDS: dict[str, Kind] = {}
+
+
+def _halve(param: str, above: int) -> Callable[[Params], Params | None]:
+    """Shrink by halving one parameter, as long as it is above ``above``."""
+    return lambda p: {param: p[param] // 2} if p[param] > above else None
+
+
 @dataclass(frozen=True)
 class Workload:
     """One thing to profile.
 
-    ``kind`` names the builder, ``params`` its arguments, ``label`` the
-    ``record_function`` annotation each step runs under.
+    ``kind`` names its entry in :data:`KINDS`, ``params`` its arguments,
+    ``label`` the ``record_function`` annotation each step runs under.
     """
 
     kind: str
@@ -83,88 +110,38 @@ class Workload:
     no_grad: bool = False
 
     @property
-    def p(self) -> dict[str, Any]:
+    def p(self) -> Params:
         return dict(self.params)
+
+    @property
+    def _kind(self) -> Kind:
+        k = KINDS.get(self.kind)
+        if k is None:
+            raise WorkloadError(f"no workload kind {self.kind!r}: the series knows {', '.join(sorted(KINDS))}")
+        return k
 
     @property
     def description(self) -> str:
         """The workload in words, for messages and manifests."""
-        p = self.p
-        if self.kind == "matmul_add":
-            batch = f"{p['batch']} x " if p.get("batch") else ""
-            return f"add(matmul(x, w), b) on {batch}{p['size']}x{p['size']} matrices"
-        if self.kind == "addmm":
-            return f"torch.addmm(b, x, w) on {p['size']}x{p['size']} matrices"
-        if self.kind == "linear":
-            return f"nn.Linear({p['in_features']}, {p['out_features']}) on a batch of {p['batch']}"
-        if self.kind == "mlp":
-            return f"GeGLU MLP, batch {p['batch']}, seq {p['seq']}, dim {p['dim']}, hidden {p['hidden']}"
-        if self.kind == "attention":
-            return (f"{p['variant']} causal attention, batch {p['batch']}, {p['heads']} heads, seq {p['seq']}, "
-                    f"head dim {p['head_dim']}")
-        if self.kind == "block":
-            return (f"{p['layers']} transformer blocks, batch {p['batch']}, seq {p['seq']}, dim {p['dim']}, "
-                    f"{p['heads']} heads")
-        return self.kind
+        return self._kind.describe(self.p)
 
     @property
     def stem(self) -> str:
         """The first part of the article's tag: ``64`` for a 64x64 matmul_add."""
-        p = self.p
-        if self.kind == "matmul_add":
-            return f"{p['batch']}x{p['size']}" if p.get("batch") else str(p["size"])
-        if self.kind == "addmm":
-            return f"addmm{p['size']}"
-        if self.kind == "linear":
-            return f"linear{p['batch']}x{p['in_features']}x{p['out_features']}"
-        if self.kind == "mlp":
-            return f"mlp{p['batch']}x{p['seq']}x{p['dim']}x{p['hidden']}"
-        if self.kind == "attention":
-            return f"attn-{p['variant']}{p['seq']}"
-        if self.kind == "block":
-            return f"block{p['batch']}x{p['seq']}x{p['dim']}"
-        return self.kind
+        return self._kind.stem(self.p)
 
     def bytes_needed(self, dtype: str) -> int:
         """A generous estimate of the GPU memory the workload allocates."""
-        p, s = self.p, itemsize(dtype)
-        if self.kind in ("matmul_add", "addmm"):
-            n = p["size"] ** 2 * (p.get("batch") or 1)
-            return 6 * n * s  # x, w, b, the product, the sum, a compile-time bias copy
-        if self.kind == "linear":
-            return (p["batch"] * (p["in_features"] + 2 * p["out_features"]) + p["in_features"] * p["out_features"]) * s
-        if self.kind == "mlp":
-            tok = p["batch"] * p["seq"]
-            return (tok * (2 * p["dim"] + 4 * p["hidden"]) + 3 * p["dim"] * p["hidden"]) * s
-        if self.kind == "attention":
-            b, h, n, d = p["batch"], p["heads"], p["seq"], p["head_dim"]
-            scores = b * h * n * n * (4 if p["variant"] == "sdpa-math" else s)
-            return 4 * b * h * n * d * s + 3 * scores + n * n * 4
-        if self.kind == "block":
-            tok = p["batch"] * p["seq"]
-            return (tok * p["dim"] * 12 + 12 * p["dim"] ** 2 + p["batch"] * p["heads"] * p["seq"] ** 2 * 2) * s
-        return 0
+        return self._kind.bytes_needed(self.p, itemsize(dtype))
 
     def smaller(self) -> "Workload | None":
         """The same workload at half the size, or None when it cannot shrink."""
-        p = self.p
-        if self.kind in ("matmul_add", "addmm") and p["size"] > 64:
-            return _replace(self, size=p["size"] // 2)
-        if self.kind in ("mlp", "block", "linear") and p["batch"] > 1:
-            return _replace(self, batch=p["batch"] // 2)
-        if self.kind == "attention" and p["batch"] > 1:
-            return _replace(self, batch=p["batch"] // 2)
-        return None
+        changes = self._kind.smaller(self.p)
+        return None if changes is None else _make(self.kind, self.label, self.no_grad, **{**self.p, **changes})
 
     def build(self, device: str, dtype: str) -> tuple[Callable[..., Any], tuple]:
         """The function to call each step and its inputs, allocated on ``device``."""
-        return _BUILDERS[self.kind](device, torch_dtype(dtype), **self.p)
-
-
-def _replace(w: Workload, **changes: Any) -> Workload:
-    p = w.p
-    p.update(changes)
-    return Workload(w.kind, tuple(sorted(p.items())), w.label, w.no_grad)
+        return self._kind.build(device, torch_dtype(dtype), **self.p)
 
 
 def _make(kind: str, label: str, no_grad: bool = False, **params: Any) -> Workload:
@@ -204,6 +181,27 @@ def _build_addmm(device, dtype, size):
 
     x, w, b = (torch.randn(size, size, device=device, dtype=dtype) for _ in range(3))
     return torch.addmm, (b, x, w)
+
+
+def _square_bytes(p: Params, s: int) -> int:
+    return 6 * p["size"] ** 2 * (p.get("batch") or 1) * s  # x, w, b, the product, the sum, a compile-time bias copy
+
+
+KINDS["matmul_add"] = Kind(
+    _build_matmul_add,
+    describe=lambda p: (f"add(matmul(x, w), b) on {str(p['batch']) + ' x ' if p.get('batch') else ''}"
+                        f"{p['size']}x{p['size']} matrices"),
+    stem=lambda p: f"{p['batch']}x{p['size']}" if p.get("batch") else str(p["size"]),
+    bytes_needed=_square_bytes,
+    smaller=_halve("size", above=64),
+)
+KINDS["addmm"] = Kind(
+    _build_addmm,
+    describe=lambda p: f"torch.addmm(b, x, w) on {p['size']}x{p['size']} matrices",
+    stem=lambda p: f"addmm{p['size']}",
+    bytes_needed=_square_bytes,
+    smaller=_halve("size", above=64),
+)
 
 
 # --- Part 2 ------------------------------------------------------------------
@@ -251,6 +249,24 @@ def _build_mlp(device, dtype, batch, seq, dim, hidden):
     model = _geglu_module(dim, hidden, device, dtype)
     x = torch.randn(batch, seq, dim, device=device, dtype=dtype)
     return model, (x,)
+
+
+KINDS["linear"] = Kind(
+    _build_linear,
+    describe=lambda p: f"nn.Linear({p['in_features']}, {p['out_features']}) on a batch of {p['batch']}",
+    stem=lambda p: f"linear{p['batch']}x{p['in_features']}x{p['out_features']}",
+    bytes_needed=lambda p, s: (p["batch"] * (p["in_features"] + 2 * p["out_features"])
+                               + p["in_features"] * p["out_features"]) * s,
+    smaller=_halve("batch", above=1),
+)
+KINDS["mlp"] = Kind(
+    _build_mlp,
+    describe=lambda p: f"GeGLU MLP, batch {p['batch']}, seq {p['seq']}, dim {p['dim']}, hidden {p['hidden']}",
+    stem=lambda p: f"mlp{p['batch']}x{p['seq']}x{p['dim']}x{p['hidden']}",
+    bytes_needed=lambda p, s: (p["batch"] * p["seq"] * (2 * p["dim"] + 4 * p["hidden"])
+                               + 3 * p["dim"] * p["hidden"]) * s,
+    smaller=_halve("batch", above=1),
+)
 
 
 # --- Part 3 ------------------------------------------------------------------
@@ -302,6 +318,30 @@ def sdpa_context(backend: str):
     return sdpa_kernel([which])
 
 
+# What SDPA says when the chosen backend has no kernel for this GPU, dtype or shape
+# (CUDA: "No available kernel. Aborting execution."; the CPU: "No viable backend ... was found").
+_NO_BACKEND = ("no available kernel", "no viable backend", "not supported", "only supports")
+
+
+def probe_failure(backend: str, e: RuntimeError) -> WorkloadError | None:
+    """What a failed first SDPA call means, for a clear message; None: a real error, to raise as it is.
+
+    A backend without a kernel here is :class:`BackendUnavailable`; running
+    out of GPU memory is :class:`NotEnoughMemory`; a CUDA error (or anything
+    else) is neither, and must not be reported as a missing backend.
+    """
+    import torch
+
+    first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    if isinstance(e, torch.cuda.OutOfMemoryError):
+        return NotEnoughMemory(f"SDPA backend '{backend}' ran out of GPU memory on a tiny first call ({first}). "
+                               "Free some memory (restart the kernel) and run the cell again.", None)
+    cuda_error = isinstance(e, getattr(torch, "AcceleratorError", ())) or "CUDA error" in first
+    if not cuda_error and any(words in first.lower() for words in _NO_BACKEND):
+        return BackendUnavailable(f"SDPA backend '{backend}' is not available here: {first}")
+    return None
+
+
 def _build_attention(device, dtype, variant, batch, heads, seq, head_dim):
     import torch
     import torch.nn.functional as F
@@ -320,9 +360,27 @@ def _build_attention(device, dtype, variant, batch, heads, seq, head_dim):
     try:  # ask once, outside the profiler, so an unavailable backend is a clear message
         sdpa(q[:1, :1, :64], k[:1, :1, :64], v[:1, :1, :64])
     except RuntimeError as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise BackendUnavailable(f"SDPA backend '{backend}' is not available here: {first}") from None
+        clear = probe_failure(backend, e)
+        if clear is None:
+            raise
+        raise clear from e
     return sdpa, (q, k, v)
+
+
+def _attention_bytes(p: Params, s: int) -> int:
+    b, h, n, d = p["batch"], p["heads"], p["seq"], p["head_dim"]
+    scores = b * h * n * n * (4 if p["variant"] == "sdpa-math" else s)
+    return 4 * b * h * n * d * s + 3 * scores + n * n * 4
+
+
+KINDS["attention"] = Kind(
+    _build_attention,
+    describe=lambda p: (f"{p['variant']} causal attention, batch {p['batch']}, {p['heads']} heads, seq {p['seq']}, "
+                        f"head dim {p['head_dim']}"),
+    stem=lambda p: f"attn-{p['variant']}{p['seq']}",
+    bytes_needed=_attention_bytes,
+    smaller=_halve("batch", above=1),
+)
 
 
 # --- a small transformer block for notebook 11 -------------------------------------
@@ -365,14 +423,36 @@ def _build_block(device, dtype, batch, seq, dim, heads, layers):
     return model, (x,)
 
 
-_BUILDERS: dict[str, Callable[..., tuple[Callable[..., Any], tuple]]] = {
-    "matmul_add": _build_matmul_add,
-    "addmm": _build_addmm,
-    "linear": _build_linear,
-    "mlp": _build_mlp,
-    "attention": _build_attention,
-    "block": _build_block,
-}
+KINDS["block"] = Kind(
+    _build_block,
+    describe=lambda p: (f"{p['layers']} transformer blocks, batch {p['batch']}, seq {p['seq']}, dim {p['dim']}, "
+                        f"{p['heads']} heads"),
+    stem=lambda p: f"block{p['batch']}x{p['seq']}x{p['dim']}",
+    bytes_needed=lambda p, s: (p["batch"] * p["seq"] * p["dim"] * 12 + 12 * p["dim"] ** 2
+                               + p["batch"] * p["heads"] * p["seq"] ** 2 * 2) * s,
+    smaller=_halve("batch", above=1),
+)
+
+
+# --- your own model ---------------------------------------------------------------------
+
+
+def custom(name: str, no_grad: bool = True) -> Workload:
+    """Your own model, as :func:`helpers.profiling.profile_model` profiles it: named, never built here."""
+    return _make("custom", name, no_grad, name=name)
+
+
+def _build_custom(device, dtype, name):
+    raise WorkloadError(f"{name} is your own model: profile it with profile_model(model, inputs)")
+
+
+KINDS["custom"] = Kind(
+    _build_custom,
+    describe=lambda p: f"your model {p['name']}",
+    stem=lambda p: p["name"],
+    bytes_needed=lambda p, s: 0,  # unknown: profile_model never checks it
+    smaller=lambda p: None,
+)
 
 
 # --- memory ---------------------------------------------------------------------

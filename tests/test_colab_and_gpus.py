@@ -11,7 +11,7 @@ import nbformat
 import pytest
 
 from conftest import ROOT
-from helpers import colab, env, profiling
+from helpers import colab, mode, profiling, runner, tags
 from helpers import workload as wl
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -102,28 +102,28 @@ def fake_gpu(monkeypatch, name, major, minor, mem_gib, free_gib):
     monkeypatch.setattr(torch.backends.cudnn, "version", lambda: 90100)
     monkeypatch.setattr(wl, "free_gpu_bytes", lambda: int(free_gib * 2**30))
     monkeypatch.delenv("PROFILING_MODE", raising=False)
-    env.environment.cache_clear()
+    mode.environment.cache_clear()
     ran = []
 
     def fake_run(w, device, dtype, **kw):
         ran.append((w, device, dtype))
-        return "table", Path("/nowhere") / (profiling.tag_for(w, dtype, kw["warm"], kw["compile"], kw["schedule"]) + ".json"), 0.0
+        return "table", Path("/nowhere") / (tags.tag_for(w, dtype, kw["warm"], kw["compile"], kw["schedule"]) + ".json"), 0.0
 
-    monkeypatch.setattr(profiling, "run_live", fake_run)
-    monkeypatch.setattr(profiling, "run_fresh", fake_run)
+    monkeypatch.setattr(runner, "run_live", fake_run)
+    monkeypatch.setattr(runner, "run_fresh", fake_run)
     return ran
 
 
 @pytest.fixture(autouse=True)
 def _fresh_environment():
-    env.environment.cache_clear()
+    mode.environment.cache_clear()
     yield
-    env.environment.cache_clear()
+    mode.environment.cache_clear()
 
 
 def test_t4_runs_live_in_fp16_and_says_so(monkeypatch):
     ran = fake_gpu(monkeypatch, "Tesla T4", 7, 5, 15, 14)
-    e = env.environment()
+    e = mode.environment()
     assert e.live and e.capability == (7, 5) and "Tesla T4" in e.banner()
     note = wl.dtype_note("cuda", e.capability)
     assert "float16" in note
@@ -151,3 +151,19 @@ def test_little_free_memory_without_step_down_is_refused(monkeypatch):
     fake_gpu(monkeypatch, "Tesla T4", 7, 5, 15, 0.25)
     with pytest.raises(wl.NotEnoughMemory, match="fits"):
         profiling.profile(wl.matmul_add(8192), warm=True, step_down=False)
+
+
+def test_an_unusable_cudnn_is_named_not_hidden(monkeypatch):
+    import torch
+
+    fake_gpu(monkeypatch, "NVIDIA A100-SXM4-80GB", 8, 0, 80, 79)
+
+    def incompatible():
+        raise RuntimeError("cuDNN version incompatibility: PyTorch was compiled against (9, 1, 0) but found "
+                           "runtime version (8, 9, 2).\nLooks like your LD_LIBRARY_PATH contains ...")
+
+    monkeypatch.setattr(torch.backends.cudnn, "version", incompatible)
+    e = mode.environment()
+    assert e.cudnn == ("unusable: cuDNN version incompatibility: PyTorch was compiled against (9, 1, 0) but found "
+                       "runtime version (8, 9, 2).")
+    assert e.report()["cuDNN"] == e.cudnn

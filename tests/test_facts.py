@@ -173,27 +173,6 @@ def test_compile_fuses_gelu_and_mul_into_one_triton_kernel(h200):
     assert len(comp) == 1 and "gelu" in comp[0].name and "mul" in comp[0].name
 
 
-def test_theoretical_occupancy():
-    a100 = {"regsPerMultiprocessor": 65536, "maxThreadsPerMultiprocessor": 2048,
-            "sharedMemPerMultiprocessor": 167936, "computeMajor": 8, "warpSize": 32}
-    # The article's flash kernel: 128 threads x 255 registers -> 2 blocks, 8 of 64 warps.
-    occ = facts.theoretical_occupancy(255, 0, 128, a100)
-    assert (occ.blocks_per_sm, occ.warps_per_sm, occ.limited_by) == (2, 8, "registers")
-    assert occ.occupancy == pytest.approx(0.125)
-    # An add kernel: 32 registers, 128 threads -> limited by threads, full occupancy.
-    assert facts.theoretical_occupancy(32, 0, 128, a100).occupancy == 1.0
-    assert facts.theoretical_occupancy(32, 0, 128, {}) is None
-
-
-def test_theoretical_occupancy_of_the_h200_gemm(h200):
-    t = load(h200, "4096_bf16_warm_eager")
-    (gemm,) = [k for k in facts.kernels(t) if k.kind == kk.GEMM]
-    r = gemm.resources
-    occ = facts.theoretical_occupancy(r.registers_per_thread, r.shared_memory, r.threads_per_block, t.devices[0])
-    assert occ.blocks_per_sm == 1  # one 384-thread block with ~208 KiB of shared memory per SM
-    assert occ.occupancy == pytest.approx(12 / 64)
-
-
 def test_summary_json_has_the_documented_keys(h200):
     s = facts.summarize(load(h200, "4096_bf16_warm_eager")).to_json()
     for key in ("device", "steps", "kernels", "memcpy", "runtime_calls", "verdict"):

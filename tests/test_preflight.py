@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import nbformat
+import pytest
 
 from helpers import preflight
 
@@ -38,3 +39,36 @@ def test_plain_html_needs_no_templates():
     nb.cells = [nbformat.v4.new_markdown_cell("# Title"), cell]
     page = preflight.plain_html(nb)
     assert "# Title" in page and "hi &lt;b&gt;" in page and "<p>shown</p>" in page and "<script>" not in page
+
+
+def exporter_raising(monkeypatch, error: Exception) -> None:
+    """nbconvert's HTMLExporter, replaced by one that fails the way a broken install does."""
+    import nbconvert
+
+    class Failing:
+        def __init__(self, **kw):
+            pass
+
+        def from_notebook_node(self, nb):
+            raise error
+
+    monkeypatch.setattr(nbconvert, "HTMLExporter", Failing)
+
+
+def test_missing_templates_give_plain_pages_and_one_line(tmp_path, monkeypatch, capsys):
+    exporter_raising(monkeypatch, ValueError("No template sub-directory with name 'lab' found in the following "
+                                             "paths:\n\t/x"))
+    preflight._say_once.cache_clear()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("print('hi')")]
+    for name in ("a", "b"):
+        preflight._write_html(nb, tmp_path / f"{name}.html")
+        assert "print(&#x27;hi&#x27;)" in (tmp_path / f"{name}.html").read_text()
+    err = capsys.readouterr().err
+    assert err.count("nbconvert cannot render HTML here (No template sub-directory with name 'lab'") == 1
+
+
+def test_a_bug_in_rendering_is_not_hidden(tmp_path, monkeypatch):
+    exporter_raising(monkeypatch, TypeError("a bug"))
+    with pytest.raises(TypeError, match="a bug"):
+        preflight._write_html(nbformat.v4.new_notebook(), tmp_path / "x.html")

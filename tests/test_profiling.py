@@ -7,8 +7,9 @@ import shutil
 
 import pytest
 
-from helpers import env, facts
-from helpers.profiling import Schedule, profile, recorded, run_fresh
+from helpers import facts, mode, reference
+from helpers.profiling import Schedule, profile, recorded
+from helpers.runner import run_fresh
 from helpers.workload import BackendUnavailable, attention, matmul_add
 
 
@@ -17,7 +18,7 @@ def test_cpu_run_writes_table_and_trace(tmp_path):
     assert run.tag == "64_fp32_cold_eager" and run.mode == "cpu"
     assert (tmp_path / "64_fp32_cold_eager.json").is_file()
     assert (tmp_path / "64_fp32_cold_eager.txt").read_text() == run.table + "\n"
-    assert "Self CPU time total" in run.totals()
+    assert "Self CPU time total" in run.table
     assert [s.name for s in facts.steps(run.trace)] == ["ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"]
     assert facts.op_times(run.trace, "matmul_add").calls == 3
     assert run.summary.verdict is None  # no GPU work on the CPU
@@ -37,19 +38,19 @@ def test_fresh_process_run(tmp_path):
 
 def test_recorded_mode_returns_the_reference_trace(monkeypatch):
     monkeypatch.setenv("PROFILING_MODE", "recorded")
-    env.environment.cache_clear()
+    mode.environment.cache_clear()
     try:
         run = profile(matmul_add(4096), warm=True)
     finally:
-        env.environment.cache_clear()
+        mode.environment.cache_clear()
     assert run.mode == "recorded" and run.device == "NVIDIA H200"
     assert run.trace_path.name == "4096_bf16_warm_eager.json"
     assert run.summary.verdict == "compute-bound"
-    assert "Self CUDA time total" in run.totals()
+    assert "Self CUDA time total" in run.table
 
 
 def test_missing_scenario_names_what_is_recorded():
-    with pytest.raises(env.ModeError) as e:
+    with pytest.raises(reference.NotRecorded) as e:
         recorded(matmul_add(96))
     assert "96_*_cold_eager" in str(e.value) and "64_*_cold_eager" in str(e.value)
     assert "helpers.record" in str(e.value)
@@ -62,7 +63,7 @@ def test_unavailable_backend_is_a_clear_error(tmp_path, h200):
     key = "attn-sdpa-flash1024_*_warm_eager"
     mf["scenarios"][key] = {"status": "unavailable", "reason": "SDPA backend 'flash' is not available here: no kernel"}
     (ref_dir / "manifest.json").write_text(json.dumps(mf))
-    ref = env.ReferenceSet(ref_dir, mf)
+    ref = reference.ReferenceSet(ref_dir, mf)
     with pytest.raises(BackendUnavailable, match="not available"):
         recorded(attention("sdpa-flash"), warm=True, reference=ref)
 
@@ -73,21 +74,21 @@ def test_forcing_live_without_a_gpu_says_so(monkeypatch):
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
     monkeypatch.setenv("PROFILING_MODE", "live")
-    env.environment.cache_clear()
+    mode.environment.cache_clear()
     try:
-        with pytest.raises(env.ModeError, match="no CUDA GPU"):
-            env.environment()
+        with pytest.raises(mode.ModeError, match="no CUDA GPU"):
+            mode.environment()
     finally:
-        env.environment.cache_clear()
+        mode.environment.cache_clear()
 
 
 def test_recorded_banner_names_the_gpu_and_date(monkeypatch):
     monkeypatch.setenv("PROFILING_MODE", "recorded")
-    env.environment.cache_clear()
+    mode.environment.cache_clear()
     try:
-        e = env.environment()
+        e = mode.environment()
     finally:
-        env.environment.cache_clear()
+        mode.environment.cache_clear()
     line = e.banner()
     assert line.startswith("RECORDED") and "NVIDIA H200" in line
     assert e.reference.date in line and "torch" in line
@@ -95,5 +96,21 @@ def test_recorded_banner_names_the_gpu_and_date(monkeypatch):
 
 def test_unknown_reference_set(monkeypatch):
     monkeypatch.setenv("PROFILING_REFERENCE", "no-such-gpu")
-    with pytest.raises(env.ModeError, match="no-such-gpu"):
-        env.reference_set()
+    with pytest.raises(reference.NotRecorded, match="no-such-gpu"):
+        reference.reference_set()
+
+
+def test_a_broken_manifest_is_reported_and_skipped(tmp_path, monkeypatch, h200):
+    shutil.copytree(h200, tmp_path / "good-gpu")
+    (tmp_path / "broken-gpu").mkdir()
+    (tmp_path / "broken-gpu" / "manifest.json").write_text('{"gpu": {"name": "X"}, "scenarios": {')
+    (tmp_path / "list-gpu").mkdir()
+    (tmp_path / "list-gpu" / "manifest.json").write_text("[]")
+    monkeypatch.setattr(reference, "REFERENCE", tmp_path)
+    with pytest.warns(UserWarning) as said:
+        sets = reference.reference_sets()
+    assert [s.path.name for s in sets] == ["good-gpu"]  # the others are skipped, and the good one still serves
+    broken, listed = sorted(str(w.message) for w in said)
+    assert str(tmp_path / "broken-gpu" / "manifest.json") in broken and "cannot be read as JSON" in broken
+    assert "Expecting" in broken  # the JSON error itself
+    assert str(tmp_path / "list-gpu" / "manifest.json") in listed and "not a manifest" in listed

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import warnings
+from html.parser import HTMLParser
+
 import pytest
 
 from helpers import journal, widgets
@@ -93,11 +96,72 @@ def test_scores_per_notebook(journal_file):
     assert scores["02"].open == 1
 
 
-def test_a_broken_journal_is_not_fatal(journal_file):
-    journal_file.write_text("{not json")
-    assert journal.load() == {}
-    journal.record("03.a", 1, True)
-    assert journal.load()["03.a"]["answer"] == 1
+def test_a_broken_journal_is_kept_and_reported(journal_file):
+    earlier = b'{"01.a": {"answer": "x", "hit": true}, "02.b": {"answ'  # cut short: every earlier prediction
+    journal_file.write_bytes(earlier)
+    with pytest.warns(journal.JournalWarning) as said:
+        journal.record("03.a", 1, True)
+    (kept,) = journal_file.parent.glob("journal.broken-*.json")
+    assert kept.read_bytes() == earlier  # the old bytes, untouched
+    assert journal.load() == {"03.a": journal.load()["03.a"]} and journal.load()["03.a"]["answer"] == 1
+    (message,) = [str(w.message) for w in said]
+    assert str(journal_file) in message and str(kept) in message and "not valid JSON" in message
+
+
+def test_a_journal_that_is_not_an_object_is_kept_too(journal_file):
+    journal_file.write_text("[1, 2]")
+    with pytest.warns(journal.JournalWarning, match="holds a JSON list"):
+        assert journal.load() == {}
+    (kept,) = journal_file.parent.glob("journal.broken-*.json")
+    assert kept.read_text() == "[1, 2]" and not journal_file.exists()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # said once: the new journal is fine
+        journal.record("03.a", 1, True)
+        assert journal.load()["03.a"]["hit"] is True
+
+
+def test_two_broken_journals_in_one_second_are_both_kept(journal_file):
+    for data in (b"{one", b"\xff\xfe not text"):
+        journal_file.write_bytes(data)
+        with pytest.warns(journal.JournalWarning):
+            journal.load()
+    kept = sorted(p.read_bytes() for p in journal_file.parent.glob("journal.broken-*.json"))
+    assert kept == [b"{one", b"\xff\xfe not text"]
+
+
+def test_an_unreadable_journal_is_not_written_over(journal_file):
+    journal_file.mkdir()  # a folder where the journal should be: it cannot be read, and must not be replaced
+    (journal_file / "keep.txt").write_text("mine")
+    with pytest.warns(journal.JournalWarning, match="cannot be read"):
+        journal.record("03.a", 1, True)
+    assert (journal_file / "keep.txt").read_text() == "mine"
+
+
+class _Text(HTMLParser):
+    """What a browser shows of some HTML: its text, without the tags."""
+
+    def __init__(self, markup: str):
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.feed(markup)
+
+    def handle_data(self, data: str) -> None:
+        self.parts.append(data)
+
+
+def test_a_kernel_name_shows_intact_in_a_reveal(monkeypatch, h200):
+    from helpers import facts, show
+    from helpers.trace import read_trace
+
+    shown = []
+    monkeypatch.setattr(widgets, "_display", shown.append)
+    names = [k.name for k in facts.kernels(read_trace(h200 / "4096_bf16_warm_eager.json"))]
+    name = next(n for n in names if "<" in n and ">" in n)  # the elementwise add: a C++ template
+    widgets.verdict(True, f"The add runs as {show.code(name)}, every step.")
+    (page,) = shown
+    assert name in "".join(_Text(page.data).parts)
+    widgets.verdict(True, f"The add runs as <code>{name}</code>.")  # unescaped, the browser eats the template
+    assert name not in "".join(_Text(shown[-1].data).parts)
 
 
 def test_bucket_picks_the_choice_a_value_falls_in():

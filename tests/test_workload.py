@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from helpers import workload as wl
-from helpers.profiling import ARTICLE, Schedule, scenario_key, tag_for
+from helpers.tags import ARTICLE, Schedule, scenario_key, tag_for
 
 
 @pytest.mark.parametrize("device,cap,expected", [
@@ -31,8 +31,8 @@ def test_too_large_is_refused_with_a_size_that_fits():
         wl.check_fits(w, "bf16", free_bytes=free)
     fits = e.value.fits
     assert fits is not None and fits.p["size"] < 16384
-    assert fits.bytes_needed("bf16") <= free
-    assert fits.smaller() is None or fits.p["size"] * 2 > 0
+    assert fits.bytes_needed("bf16") <= free * 0.9
+    assert wl.matmul_add(fits.p["size"] * 2).bytes_needed("bf16") > free * 0.9  # the largest halving that fits
     msg = str(e.value)
     assert "16384x16384" in msg and f"{fits.p['size']}x{fits.p['size']}" in msg and "GiB" in msg
 
@@ -85,3 +85,86 @@ def test_naive_and_inplace_attention_agree():
     ref = torch.nn.functional.scaled_dot_product_attention(*args[:3], is_causal=True)
     assert torch.allclose(fn1(*args), ref, atol=1e-5)
     assert torch.allclose(fn2(*args), ref, atol=1e-5)
+
+
+def test_every_recorded_scenario_keeps_its_key(h200):
+    """Recorded mode finds traces by key: every scenario the recorder knows is in the H200 set under the
+    same key, with the tag its workload gives today."""
+    import json
+
+    from helpers.scenarios import all_scenarios
+
+    recorded = json.loads((h200 / "manifest.json").read_text())["scenarios"]
+    scenarios = {s.key: s for s in all_scenarios()}
+    assert set(scenarios) == set(recorded)
+    for key, s in scenarios.items():
+        entry = recorded[key]
+        assert entry["tag"] == tag_for(s.workload, entry["dtype"], s.warm, s.compile, s.schedule, s.compile_mode)
+        assert entry["workload"]["description"] == s.workload.description
+        assert entry["workload"]["label"] == s.workload.label
+
+
+@pytest.mark.parametrize("w,steps", [
+    (wl.matmul_add(64), 1), (wl.matmul_add(64, batch=8), 1), (wl.addmm(256), 3),  # sizes stop at 64
+    (wl.linear(), 11), (wl.mlp(), 7), (wl.attention("sdpa-math"), 4), (wl.block(), 4),  # batches stop at 1
+])
+def test_every_kind_halves_until_it_cannot(w, steps):
+    sizes = [w.bytes_needed("bf16")]
+    while (w := w.smaller()) is not None:
+        sizes.append(w.bytes_needed("bf16"))
+    assert len(sizes) == steps
+    assert sizes == sorted(sizes, reverse=True) and len(set(sizes)) == len(sizes)
+
+
+def test_an_unknown_kind_says_what_there_is():
+    with pytest.raises(wl.WorkloadError, match="no workload kind 'conv'.*matmul_add"):
+        wl.Workload("conv", (), "conv").description
+
+
+def test_your_own_model_is_never_built_here():
+    w = wl.custom("my_model")
+    assert w.stem == "my_model" and w.smaller() is None
+    with pytest.raises(wl.WorkloadError, match="profile_model"):
+        w.build("cpu", "fp32")
+
+
+# --- what a failed first SDPA call means ------------------------------------------------
+
+
+def test_a_backend_without_a_kernel_here_is_unavailable():
+    with pytest.raises(wl.BackendUnavailable, match="SDPA backend 'efficient' is not available here"):
+        wl.attention("sdpa-efficient", 1, 2, 8, 4).build("cpu", "fp32")  # no CPU kernel for it
+
+
+def _sdpa_raising(monkeypatch, error):
+    import torch.nn.functional as F
+
+    def fail(*a, **k):
+        raise error
+
+    monkeypatch.setattr(F, "scaled_dot_product_attention", fail)
+    return wl.attention("sdpa-flash", 1, 2, 8, 4)
+
+
+def test_out_of_memory_in_the_probe_is_not_a_missing_backend(monkeypatch):
+    import torch
+
+    w = _sdpa_raising(monkeypatch, torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"))
+    with pytest.raises(wl.NotEnoughMemory, match="ran out of GPU memory.*Tried to allocate 2.00 GiB.*restart"):
+        w.build("cpu", "fp32")
+
+
+@pytest.mark.parametrize("message", ["CUDA error: an illegal memory access was encountered",
+                                     "CUDA error: operation not supported on this device",
+                                     "Expected query, key and value to have the same dtype"])
+def test_other_errors_in_the_probe_surface_as_they_are(monkeypatch, message):
+    w = _sdpa_raising(monkeypatch, RuntimeError(message))
+    with pytest.raises(RuntimeError) as e:
+        w.build("cpu", "fp32")
+    assert not isinstance(e.value, wl.WorkloadError) and str(e.value) == message
+
+
+def test_the_cuda_message_for_a_missing_kernel_is_unavailable(monkeypatch):
+    w = _sdpa_raising(monkeypatch, RuntimeError("No available kernel. Aborting execution."))
+    with pytest.raises(wl.BackendUnavailable, match="'flash' is not available here: No available kernel"):
+        w.build("cpu", "fp32")

@@ -3,28 +3,22 @@
 *Live* means a CUDA GPU is visible: workloads run on it and the notebooks read
 the traces they just wrote. *Recorded* means there is none (or
 ``PROFILING_MODE=recorded`` forces it, as CI does): the GPU lanes come from a
-reference set recorded earlier on a real GPU (``traces/reference/``), and the
-CPU-side lessons still run live on this machine's CPU.
+reference set recorded earlier on a real GPU (:mod:`helpers.reference`), and
+the CPU-side lessons still run live on this machine's CPU.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-TRACES = ROOT / "traces"
-REFERENCE = TRACES / "reference"
-RUNS = TRACES / "runs"
+from .reference import NotRecorded, ReferenceSet, reference_set
 
 MODE_VAR = "PROFILING_MODE"  # "live" or "recorded"; unset: live when a GPU is visible
 HEADLESS_VAR = "PROFILING_HEADLESS"  # "1": reveal with default answers (nbval, CI, preflight)
-REFERENCE_VAR = "PROFILING_REFERENCE"  # which reference set, e.g. "nvidia-h200"
 
 
 class ModeError(RuntimeError):
@@ -40,70 +34,10 @@ def on_colab() -> bool:
     return "google.colab" in sys.modules
 
 
-def slug(name: str) -> str:
-    """'NVIDIA H200' -> 'nvidia-h200'."""
-    out = "".join(c.lower() if c.isalnum() else "-" for c in name)
-    while "--" in out:
-        out = out.replace("--", "-")
-    return out.strip("-") or "unknown"
-
-
-@dataclass(frozen=True)
-class ReferenceSet:
-    """Traces recorded on one GPU by ``python -m helpers.record``."""
-
-    path: Path
-    manifest: dict
-
-    @property
-    def gpu(self) -> str:
-        return self.manifest.get("gpu", {}).get("name", self.path.name)
-
-    @property
-    def date(self) -> str:
-        return str(self.manifest.get("date", "unknown date"))[:10]
-
-    def describe(self) -> str:
-        m = self.manifest
-        return (f"{self.gpu}, recorded {self.date} with torch {m.get('torch', '?')}, "
-                f"CUDA {m.get('cuda', '?')}, driver {m.get('driver', '?')}")
-
-
-def reference_sets() -> list[ReferenceSet]:
-    out = []
-    if REFERENCE.is_dir():
-        for d in sorted(REFERENCE.iterdir()):
-            mf = d / "manifest.json"
-            if mf.is_file():
-                try:
-                    out.append(ReferenceSet(d, json.loads(mf.read_text())))
-                except (OSError, ValueError):
-                    continue
-    return out
-
-
-def reference_set() -> ReferenceSet:
-    """The reference set recorded mode reads (``PROFILING_REFERENCE`` picks one)."""
-    sets = reference_sets()
-    if not sets:
-        raise ModeError(f"No reference traces under {REFERENCE}. Record a set on a GPU machine with "
-                        "`python -m helpers.record`, or check out the repository's traces/ folder.")
-    want = os.environ.get(REFERENCE_VAR)
-    if want:
-        for s in sets:
-            if s.path.name == want or slug(s.gpu) == slug(want):
-                return s
-        raise ModeError(f"{REFERENCE_VAR}={want!r} names no reference set; there are: "
-                        + ", ".join(s.path.name for s in sets))
-    # The H200 set is the one the notebooks' checkpoints were written against.
-    for s in sets:
-        if s.path.name == "nvidia-h200":
-            return s
-    return sets[0]
-
-
 @dataclass(frozen=True)
 class Environment:
+    """The mode, this machine's GPU and versions, and the reference set recorded mode reads."""
+
     mode: str  # "live" or "recorded"
     headless: bool
     colab: bool
@@ -152,6 +86,15 @@ class Environment:
         }
 
 
+def _cudnn_version(torch) -> str | None:
+    """cuDNN's version, None without one, or what went wrong when torch cannot load it."""
+    try:
+        v = torch.backends.cudnn.version()
+    except RuntimeError as e:  # torch raises this when the cuDNN it finds is not the one it was built for
+        return f"unusable: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}"
+    return str(v) if v else None
+
+
 @lru_cache(maxsize=1)
 def environment() -> Environment:
     """Detect the mode and hardware once per kernel."""
@@ -168,17 +111,12 @@ def environment() -> Environment:
     if has_gpu:
         p = torch.cuda.get_device_properties(0)
         gpu, cap, mem, sms = p.name, (p.major, p.minor), p.total_memory / 2**30, p.multi_processor_count
-    cudnn = None
-    try:
-        v = torch.backends.cudnn.version() if has_gpu else None
-        cudnn = str(v) if v else None
-    except Exception:  # cuDNN missing from a CPU build
-        cudnn = None
     ref = None
     if mode == "recorded":
         try:
             ref = reference_set()
-        except ModeError:
+        except NotRecorded:  # the banner says "no reference set found"; profile() then says what to do
             ref = None
     return Environment(mode, headless(), on_colab(), gpu, cap, mem, sms, torch.__version__.split("+")[0],
-                       torch.version.cuda, cudnn, platform.python_version(), ref)
+                       torch.version.cuda, _cudnn_version(torch) if has_gpu else None, platform.python_version(),
+                       ref)

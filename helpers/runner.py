@@ -1,0 +1,154 @@
+"""The live profiling loop: a workload (or any callable) under ``torch.profiler``, the article's way.
+
+Warm-up calls if asked, then ``wait + warmup + active`` steps, each inside
+``record_function(label)``; writes the table (``<tag>.txt``, sorted by device
+time) and the Chrome trace (``<tag>.json``). A *cold* run goes to a fresh
+Python process (:func:`run_fresh`), because a process that has touched the
+GPU before is no longer cold.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+from . import ROOT
+from .tags import ARTICLE, Schedule, tag_for
+from .workload import BackendUnavailable, NotEnoughMemory, Workload, WorkloadError
+
+#: where live runs write, one folder per device
+RUNS = ROOT / "traces" / "runs"
+
+
+@contextlib.contextmanager
+def native_log_filter():
+    """Hide Kineto's start/stop log lines, which it writes straight to file descriptor 2.
+
+    Some torch builds print ``USDT: ... profiler_start`` lines around every
+    profiled region; in a notebook they land in the cell's output. Anything
+    else written to fd 2 meanwhile is passed through.
+    """
+    try:
+        saved = os.dup(2)
+    except OSError:  # no usable fd 2 (some hosted kernels): nothing to filter
+        yield
+        return
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            keep = [ln for ln in tmp.read().splitlines(keepends=True)
+                    if not ln.startswith((b"USDT:", b"INFO:"))]
+            if keep:
+                os.write(2, b"".join(keep))
+
+
+def run_live(w: Workload, device: str, dtype: str, *, warm: bool, compile: bool,
+             compile_mode: str | None, schedule: Schedule, out_dir: Path) -> tuple[str, Path, float]:
+    """Profile ``w`` in this process; returns the table, the trace path and the seconds taken."""
+    import torch
+
+    t_start = time.perf_counter()
+    fn, args = w.build(device, dtype)
+    if compile:
+        torch._dynamo.reset()  # each scenario gets its own static-shape graph, as in the article
+        fn = torch.compile(fn, mode=compile_mode)
+    tag = tag_for(w, dtype, warm, compile, schedule, compile_mode)
+    table, path = profile_callable(fn, args, label=w.label, tag=tag, out_dir=out_dir, cuda=device == "cuda",
+                                   warm=warm, schedule=schedule, no_grad=w.no_grad)
+    return table, path, time.perf_counter() - t_start
+
+
+def profile_callable(fn, args: tuple, *, label: str, tag: str, out_dir: Path, cuda: bool, warm: bool = True,
+                     schedule: Schedule = ARTICLE, no_grad: bool = True) -> tuple[str, Path]:
+    """The article's profiling loop around any callable; writes ``<tag>.txt`` and ``<tag>.json``."""
+    import torch
+    from torch.profiler import ProfilerActivity, record_function
+
+    def step():
+        with record_function(label):
+            return fn(*args)
+
+    grad = torch.no_grad() if no_grad else contextlib.nullcontext()
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    with grad:
+        if warm:  # the article's --warmup: three untimed calls, then wait for the GPU
+            for _ in range(3):
+                fn(*args)
+            if cuda:
+                torch.cuda.synchronize()
+        with warnings.catch_warnings():  # warmup=0 is what notebook 03 wants to show
+            warnings.filterwarnings("ignore", message=".*won't be using warmup.*")
+            sched = torch.profiler.schedule(wait=schedule.wait, warmup=schedule.warmup,
+                                            active=schedule.active, repeat=1)
+        with native_log_filter(), torch.profiler.profile(activities=activities, schedule=sched) as prof:
+            for _ in range(schedule.steps):
+                step()
+                prof.step()
+    table = prof.key_averages().table(sort_by="cuda_time_total" if cuda else "cpu_time_total", row_limit=15)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{tag}.json"
+    prof.export_chrome_trace(str(path))
+    (out_dir / f"{tag}.txt").write_text(table + "\n")
+    return table, path
+
+
+def _workload_error(kind: str | None, message: str) -> WorkloadError:
+    """The WorkloadError a fresh process reported by its class name, raised again here as that class."""
+    if kind == NotEnoughMemory.__name__:
+        return NotEnoughMemory(message, None)
+    return BackendUnavailable(message) if kind == BackendUnavailable.__name__ else WorkloadError(message)
+
+
+def run_fresh(w: Workload, device: str, dtype: str, *, warm: bool, compile: bool,
+              compile_mode: str | None, schedule: Schedule, out_dir: Path) -> tuple[str, Path, float]:
+    """:func:`run_live` in a new Python process.
+
+    A *cold* run means the process's first call: cuBLAS has no handle yet,
+    kernels are not loaded. A notebook kernel (or the recorder) that has run
+    anything on the GPU before is no longer cold, so cold runs get a process
+    of their own.
+    """
+    spec = {"workload": {"kind": w.kind, "params": w.p, "label": w.label, "no_grad": w.no_grad},
+            "device": device, "dtype": dtype, "warm": warm, "compile": compile, "compile_mode": compile_mode,
+            "schedule": [schedule.wait, schedule.warmup, schedule.active], "out_dir": str(out_dir)}
+    environ = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    proc = subprocess.run([sys.executable, "-m", "helpers.runner", json.dumps(spec)], capture_output=True,
+                          text=True, env=environ)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise RuntimeError(f"the fresh profiling process failed: {tail[0]}")
+    res = json.loads(lines[-1])
+    if "error" in res:
+        raise _workload_error(res.get("type"), res["error"])
+    return Path(res["table"]).read_text(), Path(res["trace"]), res["seconds"]
+
+
+def _main(spec_json: str) -> None:
+    spec = json.loads(spec_json)
+    wd = spec["workload"]
+    w = Workload(wd["kind"], tuple(sorted(wd["params"].items())), wd["label"], wd["no_grad"])
+    try:
+        _table, path, secs = run_live(w, spec["device"], spec["dtype"], warm=spec["warm"], compile=spec["compile"],
+                                      compile_mode=spec["compile_mode"], schedule=Schedule(*spec["schedule"]),
+                                      out_dir=Path(spec["out_dir"]))
+    except WorkloadError as e:
+        print(json.dumps({"error": str(e), "type": type(e).__name__}))
+        return
+    print(json.dumps({"table": str(path.with_suffix(".txt")), "trace": str(path), "seconds": secs}))
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1])
