@@ -45,9 +45,9 @@ class Figure:
             return f"{self.value:g}{'%' if self.unit == '%' else '×'}"
         return f"{self.value:g} {self.unit}"
 
-    def label(self) -> str:
-        """'the article's A100 (64 × 64, bf16, cold, eager; Part 1, figure 1)'."""
-        return f"the article's A100 ({self.run}; {self.where})"
+    def label(self, capital: bool = False) -> str:
+        """'the article's A100 (64 × 64, bf16, cold, eager; Part 1, figure 1)'; 'The ...' to start a sentence."""
+        return f"{'The' if capital else 'the'} article's A100 ({self.run}; {self.where})"
 
     def quote(self) -> str:
         """'2.314 ms on the article's A100 (64 × 64, bf16, cold, eager; Part 1, figure 1)'."""
@@ -81,11 +81,11 @@ FIGURES: dict[str, Figure] = {f.key: f for f in [
            "none before the add's", "", "64 × 64, bf16, eager", "Part 1, figure 14"),
     Figure("add_registers", 32, "registers", "64 × 64, bf16, eager: the add kernel, 0 shared memory",
            "Part 1, figure 16"),
-    Figure("closing_sync", 1.78, "ms", "64 × 64, bf16, eager (the article does not say which of its runs)",
+    Figure("closing_sync", 1.78, "ms", "64 × 64, bf16, eager, run not stated",
            "Part 1: the final cudaDeviceSynchronize"),
-    Figure("closing_sync_gpu_work", 26, "us", "64 × 64, bf16, eager (the article does not say which of its runs)",
+    Figure("closing_sync_gpu_work", 26, "us", "64 × 64, bf16, eager, run not stated",
            "Part 1: GPU work inside the final synchronize"),
-    Figure("closing_sync_idle", 98, "%", "64 × 64, bf16, eager (the article does not say which of its runs)",
+    Figure("closing_sync_idle", 98, "%", "64 × 64, bf16, eager, run not stated",
            "Part 1: GPU idle during the final synchronize"),
     Figure("gemm_typical", 580, "us", _P1_4096_WARM + ", wait=0, warmup=0, active=20", "Part 1, figure 18"),
     Figure("gemm_mean", 1084, "us", _P1_4096_WARM + ", mean of 5 runs", "Part 1, figure 18"),

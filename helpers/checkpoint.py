@@ -20,9 +20,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from . import env as _env
+from . import ROOT
+from .mode import environment
 
-GOLDEN = _env.ROOT / "tests" / "golden"
+GOLDEN = ROOT / "tests" / "golden"
 #: the reference set the golden files describe
 GOLDEN_SET = "nvidia-h200"
 CHECKPOINT_VAR = "PROFILING_CHECKPOINT"
@@ -43,7 +44,7 @@ def golden_path(notebook: str) -> Path:
 
 def _compared_here() -> str | None:
     """None when this run is comparable with the golden files, else why not."""
-    e = _env.environment()
+    e = environment()
     if e.live:
         return f"live on {e.gpu}: the golden facts describe the {GOLDEN_SET} reference set"
     name = e.reference.path.name if e.reference else None

@@ -109,12 +109,17 @@ def _occupancy_queries(c: Context) -> Finding | None:
     if per_step:
         ev.append(f"in {len(steps_with)} of {len(per_step)} recorded steps"
                   + (f" ({', '.join(steps_with[:4])})" if steps_with else ""))
-    every = per_step and len(steps_with) == len(per_step)
+    if not per_step:
+        advice = ("this trace has no profiler steps to place them in; the kernels launched after them are library "
+                  "kernels (GEMM, convolution): judge those by their resources and throughput")
+    elif len(steps_with) == len(per_step):
+        advice = ("they come every step, so each call pays for them on the CPU; the kernels launched after them are "
+                  "library kernels (GEMM, convolution): judge those by their resources and throughput")
+    else:
+        advice = ("they come only in some steps, which fits a library setting itself up once; warm up, or keep the "
+                  "first step out of the recording")
     return Finding("occupancy-queries", "Occupancy queries: a library working out how its kernels fit an SM", NOTE, ev,
-                   ("they come every step, so each call pays for them on the CPU; the kernels launched after them are "
-                    "library kernels (GEMM, convolution): judge those by their resources and throughput" if every else
-                    "they come only in some steps, which fits a library setting itself up once; warm up, or keep the "
-                    "first step out of the recording"), "06")
+                   advice, "06")
 
 
 def _profiler_flush(c: Context) -> Finding | None:

@@ -216,11 +216,14 @@ def distribution(durations_us: Sequence[float], *, title: str = "", unit_label: 
     return fig
 
 
-def resources(kernels: Sequence[tuple[str, facts.Resources]], device: dict, *, title: str = ""):
+def resources(kernels: Sequence[tuple[str, facts.Resources]], device: dict, *, title: str = "",
+              occupancy: bool = True):
     """Each kernel's registers, shared memory, block size and blocks per SM, next to the GPU's limits.
 
     The limits come from :mod:`helpers.hardware`; on an architecture it does
     not know, the bars are drawn without limit lines and the title says why.
+    ``occupancy=False`` leaves out the blocks-per-SM panel (drawn before a
+    learner predicts it).
     """
     plt = _plt()
     try:
@@ -233,7 +236,7 @@ def resources(kernels: Sequence[tuple[str, facts.Resources]], device: dict, *, t
          arch and arch.shared_memory_per_block / 1024),
         ("threads per block", lambda r: r.threads_per_block, arch and arch.max_threads_per_block),
         ("blocks per SM (theoretical)", lambda r: _blocks(r, device), arch and arch.max_blocks_per_sm),
-    ]
+    ][: 4 if occupancy else 3]
     fig, axes = plt.subplots(1, len(limits), figsize=(13, 0.55 * len(kernels) + 1.8), sharey=True)
     labels = [k for k, _ in kernels]
     for ax, (name, get, limit) in zip(axes, limits):

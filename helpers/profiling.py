@@ -19,11 +19,12 @@ from functools import cached_property
 from pathlib import Path
 
 from . import runner
-from .facts import Summary, summarize
+from .facts import Summary, gpu_time_per_call, per_call_us, summarize
 from .mode import ModeError, environment
 from .reference import ReferenceSet, reference_set
 from .runner import native_log_filter
 from .tags import ARTICLE, Schedule, scenario_key, slug, tag_for
+from .timing import Timing
 from .trace import Trace, read_trace
 from .workload import Workload, check_fits, custom, fit, pick_dtype
 
@@ -57,6 +58,21 @@ class ProfileRun:
     @cached_property
     def summary(self) -> Summary:
         return summarize(self.trace)
+
+    @cached_property
+    def timing(self) -> Timing | None:
+        """The same call timed without the profiler (recorded beside the trace), or None."""
+        return Timing.load(self.trace_path)
+
+    @property
+    def cpu_per_call_us(self) -> float | None:
+        """CPU time of one call in the trace: the mean span of the workload's ``record_function`` label."""
+        return per_call_us(self.trace, self.workload.label)
+
+    @property
+    def gpu_per_call_us(self) -> float | None:
+        """GPU time (kernels, copies, fills) one call launched, averaged over the recorded calls."""
+        return gpu_time_per_call(self.trace, self.workload.label)
 
     def __repr__(self) -> str:
         return f"<ProfileRun {self.tag} ({self.mode}, {self.device})>"

@@ -4,7 +4,8 @@
     python -m helpers.record --parts 1      # only the article's Part 1
     python -m helpers.record --only 64_*    # scenarios whose key matches a pattern
 
-Writes ``<tag>.json`` and ``<tag>.txt`` per scenario and a ``manifest.json``
+Writes ``<tag>.json``, ``<tag>.txt`` and ``<tag>.timing.json`` (the same call
+timed without the profiler) per scenario and a ``manifest.json``
 naming the GPU, driver, torch, CUDA, cuDNN, the date and this command. Run it
 on any GPU (a Colab A100, a T4...) to add a reference set for that GPU.
 """
@@ -93,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     t_all = time.perf_counter()
     for n, s in enumerate(todo, 1):
         tag = tag_for(s.workload, dtype, s.warm, s.compile, s.schedule, s.compile_mode)
-        entry = {"tag": tag, "trace": f"{tag}.json", "table": f"{tag}.txt", "dtype": dtype, "part": s.part,
+        entry = {"tag": tag, "trace": f"{tag}.json", "table": f"{tag}.txt", "timing": f"{tag}.timing.json",
+                 "dtype": dtype, "part": s.part,
                  "workload": {"kind": s.workload.kind, "params": s.workload.p, "label": s.workload.label,
                               "description": s.workload.description},
                  "warm": s.warm, "compile": s.compile, "compile_mode": s.compile_mode,

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from . import ROOT
 from .tags import ARTICLE, Schedule, tag_for
+from .timing import timing_path, unprofiled
 from .workload import BackendUnavailable, NotEnoughMemory, Workload, WorkloadError
 
 #: where live runs write, one folder per device
@@ -96,11 +97,14 @@ def profile_callable(fn, args: tuple, *, label: str, tag: str, out_dir: Path, cu
             for _ in range(schedule.steps):
                 step()
                 prof.step()
+        # the same call with no profiler, so that CPU times read from the trace can be set beside it
+        plain = unprofiled(fn, args, device="cuda" if cuda else "cpu")
     table = prof.key_averages().table(sort_by="cuda_time_total" if cuda else "cpu_time_total", row_limit=15)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{tag}.json"
     prof.export_chrome_trace(str(path))
     (out_dir / f"{tag}.txt").write_text(table + "\n")
+    timing_path(path).write_text(json.dumps(plain.to_json()) + "\n")
     return table, path
 
 

@@ -39,6 +39,11 @@ def _part1() -> list[Scenario]:
         Scenario(matmul_add(64), warm=True, compile=True),  # 08: the compile tax
         Scenario(matmul_add(64), warm=True, compile=True, compile_mode="reduce-overhead"),  # 08: homework
         Scenario(addmm(4096), warm=True),  # 08: addmm by hand
+        Scenario(matmul_add(4096, bias_1d=True), warm=True),  # 08: a 1-D bias, eager
+        Scenario(matmul_add(4096, bias_1d=True), warm=True, compile=True),  # 08: a 1-D bias, compiled
+        Scenario(matmul_add(64), warm=True, schedule=Schedule(5, 5, 3)),  # 03: ten steps before the recording
+        Scenario(matmul_add(64, batch=64), warm=True),  # 05: a larger batch
+        Scenario(matmul_add(4096), schedule=Schedule(0, 0, 20)),  # 07: twenty GEMMs from a cold start
     ]
     s += [Scenario(matmul_add(n), warm=True) for n in SWEEP_SIZES if n not in (64, 4096)]  # 02: sweep
     return s
@@ -50,16 +55,22 @@ def _part2() -> list[Scenario]:
         Scenario(linear(), warm=True, compile=True, part=2),
         Scenario(mlp(), warm=True, part=2),
         Scenario(mlp(), warm=True, compile=True, part=2),
+        Scenario(mlp(batch=128), warm=True, part=2),  # 09: twice the tokens
+        Scenario(mlp(batch=128), warm=True, compile=True, part=2),
     ]
 
 
 def _part3() -> list[Scenario]:
     variants = ("naive", "inplace", "sdpa-math", "sdpa-efficient", "sdpa-flash", "sdpa-cudnn", "sdpa-auto")
-    return [Scenario(attention(v), warm=True, part=3) for v in variants]
+    longer = ("naive", "sdpa-efficient", "sdpa-flash", "sdpa-cudnn")  # 10: twice the sequence
+    return ([Scenario(attention(v), warm=True, part=3) for v in variants]
+            + [Scenario(attention(v, seq=2048), warm=True, part=3) for v in longer])
 
 
 def _part4() -> list[Scenario]:
-    return [Scenario(block(), warm=True, part=4), Scenario(block(), warm=True, compile=True, part=4)]
+    return [Scenario(block(), warm=True, part=4), Scenario(block(), warm=True, compile=True, part=4),
+            Scenario(block(batch=32), warm=True, part=4),  # 11: four times the batch
+            Scenario(block(batch=32), warm=True, compile=True, part=4)]
 
 
 def all_scenarios(parts: tuple[int, ...] = (1, 2, 3, 4)) -> list[Scenario]:

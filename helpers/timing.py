@@ -20,8 +20,15 @@ from __future__ import annotations
 
 import statistics
 import time
+import json
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, Callable
+
+
+def timing_path(trace_path: Path) -> Path:
+    """Where a trace's unprofiled timing is kept: ``<tag>.timing.json`` beside ``<tag>.json``."""
+    return trace_path.with_suffix(".timing.json")
 
 
 @dataclass(frozen=True)
@@ -37,6 +44,14 @@ class Timing:
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in asdict(self).items()}
 
     @classmethod
+    def load(cls, trace_path: Path) -> "Timing | None":
+        """The timing kept beside a trace, or None when there is none (or it cannot be read)."""
+        try:
+            return cls.from_json(json.loads(timing_path(trace_path).read_text()))
+        except (OSError, ValueError):
+            return None
+
+    @classmethod
     def from_json(cls, d: dict[str, Any] | None) -> "Timing | None":
         if not isinstance(d, dict):
             return None
@@ -46,13 +61,14 @@ class Timing:
             return None
 
 
-def unprofiled(fn: Callable[..., Any], args: tuple, *, device: str, blocks: int = 15, per_block: int = 20,
+def unprofiled(fn: Callable[..., Any], args: tuple, *, device: str, blocks: int = 15, block_s: float = 0.02,
                min_run_time: float = 0.2) -> Timing:
     """Time ``fn(*args)`` with no profiler running: issue cost per call, and wall time per call.
 
-    ``host_us`` is the median over ``blocks`` of ``per_block`` back-to-back
-    calls, the device synchronized between blocks (outside the clock), so
-    that a queue of GPU work never fills up and blocks the CPU mid-block.
+    ``host_us`` is the median over ``blocks`` blocks of back-to-back calls
+    (as many as fit in about ``block_s`` seconds, at most 20), the device
+    synchronized between blocks and outside the clock, so that a queue of GPU
+    work never fills up and blocks the CPU mid-block.
     """
     import torch
     import torch.utils.benchmark as benchmark
@@ -66,6 +82,10 @@ def unprofiled(fn: Callable[..., Any], args: tuple, *, device: str, blocks: int 
     for _ in range(3):  # warm: first calls pay one-time costs
         fn(*args)
     sync()
+    t0 = time.perf_counter()
+    fn(*args)
+    sync()
+    per_block = max(1, min(20, int(block_s / max(time.perf_counter() - t0, 1e-6))))
     per_call = []
     for _ in range(blocks):
         t0 = time.perf_counter()

@@ -151,8 +151,14 @@ def _make(kind: str, label: str, no_grad: bool = False, **params: Any) -> Worklo
 # --- Part 1 ------------------------------------------------------------------
 
 
-def matmul_add(size: int = 64, batch: int | None = None) -> Workload:
-    """``add(matmul(x, w), b)`` with (size, size) inputs, or (batch, size, size)."""
+def matmul_add(size: int = 64, batch: int | None = None, bias_1d: bool = False) -> Workload:
+    """``add(matmul(x, w), b)`` with (size, size) inputs, or (batch, size, size).
+
+    ``bias_1d=True`` makes ``b`` a vector of ``size`` values broadcast over the
+    rows, the shape of ``nn.Linear``'s bias, instead of a full matrix.
+    """
+    if bias_1d:
+        return _make("matmul_add", "matmul_add", size=size, batch=batch, bias_1d=True)
     return _make("matmul_add", "matmul_add", size=size, batch=batch)
 
 
@@ -168,11 +174,12 @@ def fn_matmul_add(x, w, b):
     return torch.add(torch.matmul(x, w), b)
 
 
-def _build_matmul_add(device, dtype, size, batch=None):
+def _build_matmul_add(device, dtype, size, batch=None, bias_1d=False):
     import torch
 
     shape = (batch, size, size) if batch else (size, size)
-    x, w, b = (torch.randn(shape, device=device, dtype=dtype) for _ in range(3))
+    x, w = (torch.randn(shape, device=device, dtype=dtype) for _ in range(2))
+    b = torch.randn(size if bias_1d else shape, device=device, dtype=dtype)
     return fn_matmul_add, (x, w, b)
 
 
@@ -190,8 +197,8 @@ def _square_bytes(p: Params, s: int) -> int:
 KINDS["matmul_add"] = Kind(
     _build_matmul_add,
     describe=lambda p: (f"add(matmul(x, w), b) on {str(p['batch']) + ' x ' if p.get('batch') else ''}"
-                        f"{p['size']}x{p['size']} matrices"),
-    stem=lambda p: f"{p['batch']}x{p['size']}" if p.get("batch") else str(p["size"]),
+                        f"{p['size']}x{p['size']} matrices" + (", b a vector" if p.get("bias_1d") else "")),
+    stem=lambda p: (f"{p['batch']}x{p['size']}" if p.get("batch") else str(p["size"])) + ("b1d" if p.get("bias_1d") else ""),
     bytes_needed=_square_bytes,
     smaller=_halve("size", above=64),
 )
