@@ -36,6 +36,7 @@ def refresh(path: Path) -> int:
                        resources={"metadata": {"path": str(path.parent)}}).execute()
     kept = 0
     for cell in nb.cells:
+        cell.metadata.pop("execution", None)  # timestamps: churn in every diff
         if cell.cell_type != "code":
             continue
         if MARK in cell.source:
