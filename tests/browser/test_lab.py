@@ -170,6 +170,20 @@ def _predict_then_reveal_and_perfetto(page, lab, screenshots: Path) -> None:
     entry = json.loads(lab.journal.read_text())[QUESTION]
     assert entry["answer"] == ANSWER and entry["hit"] is True, entry
 
+    # A cell after a question waits for it under Run All: notebook 01's lanes table (which would give
+    # 01.gpu-work away) shows a placeholder until that question is locked in, then the table.
+    expect(panel.get_by_text("lock in your prediction for 01.gpu-work")).to_have_count(2)  # the table and the lanes
+    expect(panel.get_by_role("columnheader", name="events by category")).to_have_count(0)
+    gated_q = cells.evaluate_all("cells => cells.findIndex(c => c.textContent.includes('01.gpu-work') && "
+                                 "[...c.querySelectorAll('button')].some(b => b.textContent.trim() === "
+                                 "'Lock in my prediction'))")
+    gpu_widget = cells.nth(gated_q).locator(".jp-Cell-outputArea")
+    gpu_widget.get_by_role("radio", name="2", exact=True).check()
+    gpu_widget.get_by_role("button", name="Lock in my prediction").click()
+    expect(gpu_widget.get_by_text(VERDICTS)).to_be_visible()
+    expect(panel.get_by_role("columnheader", name="events by category")).to_have_count(1)
+    expect(panel.get_by_text("lock in your prediction for 01.gpu-work")).to_have_count(0)
+
     # The Perfetto button: a click opens ui.perfetto.dev, which gets PINGed, answers PONG, and is sent
     # the trace (the stand-in reports what arrived).
     opens_perfetto = re.compile(r"^Open .+ in Perfetto$")
