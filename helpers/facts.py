@@ -857,3 +857,34 @@ def child_ops(trace: Trace, op: str) -> list[str]:
         return []
     return [trace.name_of(c) for c in sorted(trace.children(first[0]), key=trace.ts.__getitem__)
             if trace.group_of(c) == CPU_OP]
+
+
+@dataclass
+class GpuTwin:
+    """A ``record_function`` label on the GPU lane: the span from its first to its last piece of GPU work."""
+
+    spans: int  # how many GPU-side spans of the label
+    span_us: float  # their summed length, idle gaps included
+    work_us: float  # GPU work inside them
+
+
+def gpu_twin(trace: Trace, label: str) -> GpuTwin | None:
+    """The GPU-side copy of a ``record_function`` label, the table's second row of the same name.
+
+    Kineto writes it on the GPU stream (category ``gpu_user_annotation``);
+    its length covers the idle time between the label's kernels, which is
+    why its "Self CUDA" can exceed the GPU time of the kernels themselves.
+    """
+    idx = [i for i in trace.indices(name=label) if trace.is_gpu(i) and trace.group_of(i) not in GPU_WORK]
+    if not idx:
+        return None
+    spans = lane_spans(trace, idx)
+    work = lane_spans(trace, gpu_work(trace))
+    inside = sum(covered(work, s, e) for s, e in spans)
+    return GpuTwin(len(idx), sum(trace.dur[i] for i in idx), inside)
+
+
+def self_cpu_without_closing_sync(trace: Trace) -> float:
+    """Self CPU time with the profiler's final synchronize taken out: the CPU's own work, not its waiting."""
+    sync = artifacts(trace).closing_sync
+    return self_cpu_us(trace) - (sync["dur_us"] if sync else 0.0)

@@ -134,6 +134,28 @@ def timeline(trace: Trace, window: tuple[float, float] | None = None, *, arrows:
     return fig
 
 
+def timelines(runs: Sequence[tuple[str, Trace, tuple[float, float]]], *, title: str = "", **kw):
+    """Several timelines one above the other, on one time scale: (label, trace, window) each."""
+    plt = _plt()
+    heights = []
+    for _label, trace, _w in runs:
+        gpu_lanes = len({trace.lane[j] for j in facts.gpu_work(trace)})
+        heights.append(min(kw.get("max_depth", 7), 7) + 1 + gpu_lanes)
+    fig, axes = plt.subplots(len(runs), 1, figsize=(12, 0.45 * sum(heights) + 2.2 * len(runs)),
+                             gridspec_kw={"height_ratios": heights})
+    axes = list(axes) if len(runs) > 1 else [axes]
+    spans = []
+    for ax, (label, trace, window) in zip(axes, runs):
+        timeline(trace, window, title=label, ax=ax, **kw)
+        spans.append(window[1] - window[0])
+    k, _unit = _scale(max(spans))
+    for ax in axes:
+        ax.set_xlim(0, max(spans) / k)
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
 def _gaps(spans: list[tuple[float, float]], lo: float, hi: float) -> list[tuple[float, float]]:
     out, cur = [], lo
     for s, e in spans:
@@ -148,14 +170,21 @@ def _gaps(spans: list[tuple[float, float]], lo: float, hi: float) -> list[tuple[
 
 
 def sweep(sizes: Sequence[int], cpu_us: Sequence[float], gpu_us: Sequence[float], *,
-          threshold: float = facts.COMPUTE_BOUND_RATIO, title: str = "", ax=None):
-    """Self CPU time and GPU time against matrix size, with the crossover marked."""
+          threshold: float = facts.COMPUTE_BOUND_RATIO, title: str = "", ax=None,
+          cpu_without_sync_us: Sequence[float] | None = None):
+    """Self CPU time and GPU time against matrix size, with the crossover marked.
+
+    ``cpu_without_sync_us`` adds a dashed CPU curve with the final synchronize taken out: the CPU's own work,
+    without the time it spent waiting for the GPU.
+    """
     plt = _plt()
     if ax is None:
         fig, ax = plt.subplots(figsize=(8, 4.2))
     else:
         fig = ax.figure
     ax.plot(sizes, cpu_us, "o-", color="#e6550d", label="self CPU time")
+    if cpu_without_sync_us is not None:
+        ax.plot(sizes, cpu_without_sync_us, "o--", color="#fdae6b", label="self CPU time without the final synchronize")
     ax.plot(sizes, gpu_us, "s-", color="#3182bd", label="GPU time (kernels)")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -187,8 +216,12 @@ def crossover(sizes: Sequence[int], cpu_us: Sequence[float], gpu_us: Sequence[fl
 
 
 def distribution(durations_us: Sequence[float], *, title: str = "", unit_label: str = "kernel duration (us)",
-                 ax=None):
-    """Each duration as a dot in run order, plus a histogram, with mean and median lines."""
+                 ax=None, log: bool = False):
+    """Each duration as a dot in run order, plus a histogram, with mean and median lines.
+
+    ``log=True`` draws the durations on a log axis (and no histogram), so that one slow value does not flatten
+    all the others.
+    """
     plt = _plt()
     import statistics
 
@@ -201,9 +234,14 @@ def distribution(durations_us: Sequence[float], *, title: str = "", unit_label: 
     a1.axhline(mean, color="#e6550d", lw=1.2, label=f"mean {mean:.1f}")
     a1.axhline(med, color="#31a354", lw=1.2, ls="--", label=f"median {med:.1f}")
     a1.set_xlabel("run (in trace order)")
-    a1.set_ylabel(unit_label)
+    a1.set_ylabel(unit_label + (", log scale" if log else ""))
     a1.legend(fontsize=8)
-    a1.grid(alpha=0.3)
+    a1.grid(alpha=0.3, which="both")
+    if log:
+        a1.set_yscale("log")
+        if a2 is not None:
+            a2.remove()
+            a2 = None
     if a2 is not None:
         a2.hist(durations_us, bins=min(20, max(5, len(durations_us) // 2)), color="#9ecae1", edgecolor="#3182bd",
                 orientation="horizontal")
@@ -317,3 +355,48 @@ def observer(rows: Sequence[tuple[str, float, float]], *, title: str = "", ax=No
     """For each run: CPU time per call with the profiler on (from the trace) against off (timed plainly)."""
     return paired_bars({label: (plain, profiled) for label, profiled, plain in rows},
                        ("unprofiled", "profiled"), title=title, unit="us per call", ax=ax)
+
+
+def scatter(points: Sequence[tuple[str, float, float]], *, xlabel: str, ylabel: str, title: str = "",
+            diagonal: bool = True, ax=None):
+    """Labelled points (label, x, y) on log axes, with the line y = x to read "the same" against."""
+    plt = _plt()
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    else:
+        fig = ax.figure
+    xs, ys = [p[1] for p in points], [p[2] for p in points]
+    ax.scatter(xs, ys, color="#3182bd")
+    for label, x, y in points:
+        ax.annotate(label, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    if diagonal and points:
+        lo, hi = min(xs + ys), max(xs + ys)
+        ax.plot([lo, hi], [lo, hi], ls="--", color="#999", lw=1, label="y = x")
+        ax.legend(fontsize=8)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3, which="both")
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def lines(series: dict[str, Sequence[float]], *, title: str = "", ylabel: str = "us", xlabel: str = "in trace order",
+          ax=None):
+    """One line per labelled series of values, against their position: runs compared step by step."""
+    plt = _plt()
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(9, 3.6))
+    else:
+        fig = ax.figure
+    for (label, ys), marker in zip(series.items(), "osd^v<>"):
+        ax.plot(range(len(ys)), ys, marker + "-", ms=4, lw=0.8, label=label)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig

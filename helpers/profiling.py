@@ -19,7 +19,7 @@ from functools import cached_property
 from pathlib import Path
 
 from . import runner
-from .facts import Summary, gpu_time_per_call, per_call_us, summarize
+from .facts import Summary, gpu_time_per_call, ops_per_call, per_call_us, summarize
 from .mode import ModeError, environment
 from .reference import ReferenceSet, reference_set
 from .runner import native_log_filter
@@ -68,6 +68,11 @@ class ProfileRun:
     def cpu_per_call_us(self) -> float | None:
         """CPU time of one call in the trace: the mean span of the workload's ``record_function`` label."""
         return per_call_us(self.trace, self.workload.label)
+
+    @property
+    def ops_per_call(self) -> float | None:
+        """ATen ops (all levels) one call dispatches, averaged over the recorded calls."""
+        return ops_per_call(self.trace, self.workload.label)
 
     @property
     def gpu_per_call_us(self) -> float | None:

@@ -57,6 +57,17 @@ def table(rows: Iterable[Sequence[Any]], headers: Sequence[str]) -> None:
     _display_html(f"<table><tr>{head}</tr>{body}</table>")
 
 
+def versus(rows: Iterable[Sequence[Any]], note: str = "") -> None:
+    """The one element that sets the article's A100 beside this GPU: rows of (what, the article's, this GPU's)."""
+    rows = [list(r) for r in rows]
+    body = "".join(f"<tr><td style='text-align:left'>{html.escape(str(w))}</td>"
+                   f"<td style='text-align:right;color:#8250df'>{html.escape(str(a))}</td>"
+                   f"<td style='text-align:right;color:#1a7f37'><b>{html.escape(str(b))}</b></td></tr>" for w, a, b in rows)
+    foot = f"<div style='color:#555;font-size:85%'>{html.escape(note)}</div>" if note else ""
+    _display_html("<table><tr><th></th><th style='text-align:right'>the article's A100</th>"
+                  f"<th style='text-align:right'>this GPU</th></tr>{body}</table>{foot}")
+
+
 def pre(text: str) -> None:
     """Monospaced text (profiler tables, dispatch chains)."""
     _display_html(f"<pre style='font-size:85%;line-height:1.25'>{html.escape(text)}</pre>")

@@ -78,9 +78,13 @@ def within(answer: float | None, actual: float, factor: float = 2.0) -> bool:
     return 1 / factor <= answer / actual <= factor
 
 
+# What the widget says, by kind of question: a prediction, or a task done in Perfetto and checked on the trace.
+_KINDS = {"predict": ("Predict:", "Lock in my prediction"), "task": ("Find in Perfetto:", "Check what I found")}
+
+
 def ask(qid: str, prompt: str, *, reveal: Reveal, default: Any, choices: list[str] | None = None,
-        unit: str | None = None) -> None:
-    """Ask one prediction, then reveal.
+        unit: str | None = None, kind: str = "predict") -> None:
+    """Ask one prediction (or a Perfetto task, ``kind="task"``), then reveal.
 
     ``qid`` is ``"<notebook>.<name>"`` (``"02.gpu-share"``); ``choices`` makes
     it multiple choice, otherwise the learner types a number in ``unit``.
@@ -88,8 +92,9 @@ def ask(qid: str, prompt: str, *, reveal: Reveal, default: Any, choices: list[st
     """
     if choices is not None and default not in choices:
         raise ValueError(f"{qid}: the default answer {default!r} is not one of the choices")
+    lead, _button = _KINDS[kind]
     if headless() or not _can_show_widgets():
-        _display(_html(f"<p><b>Predict:</b> {html.escape(prompt)}<br>"
+        _display(_html(f"<p><b>{lead}</b> {html.escape(prompt)}<br>"
                        f"<i>Headless run: answering {html.escape(str(default))}"
                        f"{' ' + html.escape(unit) if unit and choices is None else ''}.</i></p>"))
         hit = reveal(default)
@@ -97,7 +102,7 @@ def ask(qid: str, prompt: str, *, reveal: Reveal, default: Any, choices: list[st
         _answer(qid, default)
         return
     _answered.pop(qid, None)  # asked again: cells after it wait for the new answer
-    _interactive(qid, prompt, reveal, choices, unit)
+    _interactive(qid, prompt, reveal, choices, unit, kind)
 
 
 def _answer(qid: str, answer: Any) -> None:
@@ -107,6 +112,11 @@ def _answer(qid: str, answer: Any) -> None:
         out.clear_output()
         with out:
             show()
+
+
+def answer_to(qid: str) -> Any:
+    """What was answered to ``qid`` in this kernel, or None (a reveal can refer back to a hypothesis)."""
+    return _answered.get(qid)
 
 
 def after(qid: str, show: Callable[[], None]) -> None:
@@ -130,17 +140,20 @@ def after(qid: str, show: Callable[[], None]) -> None:
     _display(out)
 
 
-def _interactive(qid: str, prompt: str, reveal: Reveal, choices: list[str] | None, unit: str | None) -> None:
+def _interactive(qid: str, prompt: str, reveal: Reveal, choices: list[str] | None, unit: str | None,
+                 kind: str = "predict") -> None:
     import ipywidgets as W
 
-    question = W.HTML(f"<b>Predict:</b> {html.escape(prompt)}")
+    lead, label = _KINDS[kind]
+    question = W.HTML(f"<b>{lead}</b> {html.escape(prompt)}")
     if choices is not None:
         field = W.RadioButtons(options=list(choices), value=None, layout=W.Layout(width="max-content"))
         row = field
     else:
-        field = W.Text(placeholder="your estimate", layout=W.Layout(width="12em"))
+        field = W.Text(placeholder="your estimate" if kind == "predict" else "what you found",
+                       layout=W.Layout(width="12em"))
         row = W.HBox([field, W.Label(unit or "")])
-    button = W.Button(description="Lock in my prediction", button_style="primary",
+    button = W.Button(description=label, button_style="primary",
                       layout=W.Layout(width="max-content"))
     status = W.HTML("")
     out = W.Output()
@@ -194,6 +207,63 @@ def verdict(hit: bool | None, explanation: str) -> bool | None:
     _display(_html(f"<div style='border-left:4px solid {color};padding:4px 10px;margin:6px 0'>"
                    f"<span style='color:{color}'>{head}</span><br>{explanation}</div>"))
     return hit
+
+
+VERSUS_CHOICES = ["far less (under half)", "about the same (half to twice)", "far more (over twice)"]
+
+
+def versus(qid: str, figure: Any, what: str, this_gpu: Callable[[], tuple[float, str]], *, default: str = VERSUS_CHOICES[1],
+           explain: Callable[[float], str] | None = None, excess: bool = False) -> None:
+    """The article's A100 against this GPU: the learner predicts which side differs, then both are shown.
+
+    ``figure`` is an :class:`helpers.article.Figure` with a duration or a ratio; ``what`` names the quantity;
+    ``this_gpu()`` returns this run's value in the figure's unit and a label saying where it comes from.
+    ``excess=True`` compares multipliers by how far each is above 1 (1.87x against 1.02x: 0.87 against 0.02).
+    """
+    from . import show
+
+    def reveal(answer: str) -> bool:
+        value, where = this_gpu()
+        theirs = figure.value_us if figure.value_us is not None else float(figure.value)
+        ours = value
+        a, b = (theirs - 1, ours - 1) if excess else (theirs, ours)
+        ratio = b / a if a else float("inf")
+        show.versus([(what, figure.text(), _fmt(ours, figure))], note=f"{figure.label(capital=True)}; this GPU: {where}")
+        actual = bucket(ratio, [0.5, 2.0], VERSUS_CHOICES)
+        compared = (f"{b:.2f} above 1, against the article's {a:.2f}" if excess else
+                    f"{ratio:.2g}x the article's {figure.text()}")
+        return verdict(answer == actual, f"This GPU: <b>{_fmt(ours, figure)}</b>, {compared}. "
+                       + (explain(ratio) if explain else ""))
+
+    ask(qid, f"{what}: {figure.quote()}. On this GPU, will it be...", choices=VERSUS_CHOICES, default=default,
+        reveal=reveal)
+
+
+def _fmt(value: float, figure: Any) -> str:
+    if figure.value_us is not None:
+        return f"{value / 1e3:.2f} ms" if value >= 1e3 else f"{value:.1f} µs"
+    return f"{value:.3g}{'%' if figure.unit == '%' else '×' if figure.unit == 'x' else ''}"
+
+
+def exercise(title: str, prompt: str, solution: Callable[[], None]) -> None:
+    """A "change X, predict Y" exercise: the task now, its solution only when asked for (headless: at once)."""
+    _display(_html(f"<div style='border:1px dashed #888;padding:6px 10px'><b>Exercise: {html.escape(title)}</b>"
+                   f"<br>{prompt}</div>"))
+    if headless() or not _can_show_widgets():
+        solution()
+        return
+    import ipywidgets as W
+
+    button = W.Button(description="Show the solution", layout=W.Layout(width="max-content"))
+    out = W.Output()
+
+    def on_click(_b: Any) -> None:
+        button.disabled = True
+        with out:
+            solution()
+
+    button.on_click(on_click)
+    _display(W.VBox([button, out]))
 
 
 def scoreboard() -> None:
