@@ -65,6 +65,11 @@ class ProfileRun:
         return Timing.load(self.trace_path)
 
     @property
+    def peak_allocated(self) -> int | None:
+        """``torch.cuda.max_memory_allocated()`` over the recorded steps, when the run profiled memory."""
+        return Timing.measured(self.trace_path).get("max_memory_allocated")
+
+    @property
     def cpu_per_call_us(self) -> float | None:
         """CPU time of one call in the trace: the mean span of the workload's ``record_function`` label."""
         return per_call_us(self.trace, self.workload.label)

@@ -67,7 +67,7 @@ def _versions() -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m helpers.record", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--parts", default="1,2,3,4", help="comma-separated parts to record (default: all)")
+    ap.add_argument("--parts", default="1,2,3,4,5", help="comma-separated parts to record (default: all)")
     ap.add_argument("--only", default=None, help="record only scenario keys matching this pattern")
     ap.add_argument("--out", default=None, help="folder (default: traces/reference/<gpu>)")
     a = ap.parse_args(argv)

@@ -67,13 +67,16 @@ def run_live(w: Workload, device: str, dtype: str, *, warm: bool, compile: bool,
         fn = torch.compile(fn, mode=compile_mode)
     tag = tag_for(w, dtype, warm, compile, schedule, compile_mode)
     table, path = profile_callable(fn, args, label=w.label, tag=tag, out_dir=out_dir, cuda=device == "cuda",
-                                   warm=warm, schedule=schedule, no_grad=w.no_grad)
+                                   warm=warm, schedule=schedule, no_grad=w.no_grad, memory=bool(w.p.get("memory")))
     return table, path, time.perf_counter() - t_start
 
 
 def profile_callable(fn, args: tuple, *, label: str, tag: str, out_dir: Path, cuda: bool, warm: bool = True,
-                     schedule: Schedule = ARTICLE, no_grad: bool = True) -> tuple[str, Path]:
-    """The article's profiling loop around any callable; writes ``<tag>.txt`` and ``<tag>.json``."""
+                     schedule: Schedule = ARTICLE, no_grad: bool = True, memory: bool = False) -> tuple[str, Path]:
+    """The article's profiling loop around any callable; writes ``<tag>.txt``, ``<tag>.json`` and beside them
+    ``<tag>.timing.json``: the same call timed without the profiler and, with ``memory``, the allocator's peaks
+    over the recorded steps (``torch.cuda.max_memory_allocated``), to set beside what the trace's memory events say.
+    """
     import torch
     from torch.profiler import ProfilerActivity, record_function
 
@@ -83,6 +86,7 @@ def profile_callable(fn, args: tuple, *, label: str, tag: str, out_dir: Path, cu
 
     grad = torch.no_grad() if no_grad else contextlib.nullcontext()
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    peaks: dict[str, int] = {}
     with grad:
         if warm:  # the article's --warmup: three untimed calls, then wait for the GPU
             for _ in range(3):
@@ -93,10 +97,17 @@ def profile_callable(fn, args: tuple, *, label: str, tag: str, out_dir: Path, cu
             warnings.filterwarnings("ignore", message=".*won't be using warmup.*")
             sched = torch.profiler.schedule(wait=schedule.wait, warmup=schedule.warmup,
                                             active=schedule.active, repeat=1)
-        with native_log_filter(), torch.profiler.profile(activities=activities, schedule=sched) as prof:
-            for _ in range(schedule.steps):
+        with native_log_filter(), torch.profiler.profile(activities=activities, schedule=sched,
+                                                         profile_memory=memory) as prof:
+            for n in range(schedule.steps):
+                if memory and cuda and n == schedule.wait + schedule.warmup:
+                    torch.cuda.synchronize()
+                    torch.cuda.reset_peak_memory_stats()  # the peak over the recorded steps only
                 step()
                 prof.step()
+        if memory and cuda:
+            peaks = {"max_memory_allocated": torch.cuda.max_memory_allocated(),
+                     "max_memory_reserved": torch.cuda.max_memory_reserved()}
         # the same call with no profiler, so that CPU times read from the trace can be set beside it
         plain = unprofiled(fn, args, device="cuda" if cuda else "cpu")
     table = prof.key_averages().table(sort_by="cuda_time_total" if cuda else "cpu_time_total", row_limit=15)
@@ -104,7 +115,7 @@ def profile_callable(fn, args: tuple, *, label: str, tag: str, out_dir: Path, cu
     path = out_dir / f"{tag}.json"
     prof.export_chrome_trace(str(path))
     (out_dir / f"{tag}.txt").write_text(table + "\n")
-    timing_path(path).write_text(json.dumps(plain.to_json()) + "\n")
+    timing_path(path).write_text(json.dumps({**plain.to_json(), **peaks}) + "\n")
     return table, path
 
 

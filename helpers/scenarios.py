@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .tags import ARTICLE, Schedule, scenario_key
+from .training import input_pipeline, train_step
 from .workload import Workload, attention, addmm, block, linear, matmul_add, mlp
 
 #: matrix sizes of notebook 02's sweep
@@ -73,9 +74,26 @@ def _part4() -> list[Scenario]:
             Scenario(block(batch=32), warm=True, compile=True, part=4)]
 
 
-def all_scenarios(parts: tuple[int, ...] = (1, 2, 3, 4)) -> list[Scenario]:
+def _part5() -> list[Scenario]:
+    """Volume two: a training step (12), its memory (13), its input pipeline (14)."""
+    return [
+        Scenario(train_step(), warm=True, part=5),  # 12: reading backward, fp32 GEMMs
+        Scenario(train_step(precision="tf32"), warm=True, part=5),  # 12: TF32
+        Scenario(train_step(precision="amp"), warm=True, part=5),  # 12: autocast to the series' dtype
+        Scenario(train_step(optimizer="fused"), warm=True, part=5),  # 12: fused AdamW
+        Scenario(train_step(optimizer="loop"), warm=True, part=5),  # 12: AdamW one parameter at a time
+        Scenario(train_step(syncs=True), warm=True, part=5),  # 12: hidden syncs
+        Scenario(train_step(batch=4096, memory=True), warm=True, part=5),  # 13: memory
+        Scenario(train_step(batch=4096, memory=True, checkpoint=True), warm=True, part=5),  # 13: checkpointing
+        Scenario(input_pipeline(), warm=True, part=5),  # 14: one process, pageable, blocking
+        Scenario(input_pipeline(pin=True, non_blocking=True), warm=True, part=5),  # 14: pinned, non-blocking
+        Scenario(input_pipeline(workers=4, pin=True, non_blocking=True), warm=True, part=5),  # 14: four workers
+    ]
+
+
+def all_scenarios(parts: tuple[int, ...] = (1, 2, 3, 4, 5)) -> list[Scenario]:
     out: list[Scenario] = []
-    for part, make in ((1, _part1), (2, _part2), (3, _part3), (4, _part4)):
+    for part, make in ((1, _part1), (2, _part2), (3, _part3), (4, _part4), (5, _part5)):
         if part in parts:
             out += make()
     return out

@@ -51,6 +51,15 @@ class Timing:
         except (OSError, ValueError):
             return None
 
+    @staticmethod
+    def measured(trace_path: Path) -> dict[str, Any]:
+        """Everything kept beside a trace (the timing, and the allocator's peaks when memory was profiled)."""
+        try:
+            d = json.loads(timing_path(trace_path).read_text())
+        except (OSError, ValueError):
+            return {}
+        return d if isinstance(d, dict) else {}
+
     @classmethod
     def from_json(cls, d: dict[str, Any] | None) -> "Timing | None":
         if not isinstance(d, dict):
