@@ -25,7 +25,7 @@ from typing import Any, Iterator, Union
 
 from .trace_source import TraceError
 
-CHUNK = 1 << 18  # bytes of event text decoded at a time
+CHUNK = 1 << 16  # bytes of event text decoded at a time
 _SPLIT = re.compile(rb"\}\s*,\s*\{")  # between two events (or, rarely, inside one: the decoder tells)
 _STRUCTURE = re.compile(rb'["\[\]{}]')
 _STRING_REST = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*"', re.S)
