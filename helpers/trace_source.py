@@ -50,21 +50,28 @@ def open_text(path: Path) -> tuple[Iterator[bytes], Callable[[], None]]:
 
 
 def _open_pipe(path: Path) -> Any:
-    """A pipe opened for reading, once something writes to it (never an endless wait).
+    """A pipe opened for reading, without an endless wait on a named pipe that nothing writes to.
 
-    ``<(zcat t.json.gz)`` is a pipe with its writer already there; a named pipe
-    (``mkfifo``) that nothing writes to would block ``open`` and ``read`` forever.
+    ``<(zcat t.json.gz)`` is an anonymous pipe: its writer was there from the
+    start, and reading waits for it as long as it writes. A named pipe
+    (``mkfifo``) would block ``open`` and ``read`` forever without a writer:
+    it gets FIFO_WAIT_S seconds to bring its first bytes.
     """
     if not hasattr(os, "O_NONBLOCK"):  # pragma: no cover - Windows has no named pipes in the file system
         return open(path, "rb")
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # returns at once, writer or not
     try:
-        poller = select.poll()
-        poller.register(fd, select.POLLIN | select.POLLHUP)
-        if not poller.poll(int(FIFO_WAIT_S * 1000)):
-            raise TraceError(f"{path}: a named pipe that nothing writes to (waited {FIFO_WAIT_S:g} s): "
-                             "start the program that writes the trace first")
-        os.set_blocking(fd, True)  # a writer is there: wait for its data as for a file's
+        try:
+            anonymous = os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:")
+        except OSError:  # no /proc: take it for a named pipe
+            anonymous = False
+        if not anonymous:
+            poller = select.poll()
+            poller.register(fd, select.POLLIN | select.POLLHUP)
+            if not poller.poll(int(FIFO_WAIT_S * 1000)):
+                raise TraceError(f"{path}: nothing was written to this named pipe for {FIFO_WAIT_S:g} s: "
+                                 "start the program that writes the trace first (or pass <(command) instead)")
+        os.set_blocking(fd, True)  # from here on, wait for the writer's data as for a file's
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)

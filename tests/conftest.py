@@ -73,10 +73,11 @@ def raw_events(path: Path) -> list[dict]:
     return doc["traceEvents"] if isinstance(doc, dict) else doc
 
 
-def cli(*args, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    """``python -m helpers ARGS`` in a fresh process, as a user runs it."""
-    return subprocess.run([sys.executable, "-m", "helpers", *map(str, args)], capture_output=True, text=True,
-                          cwd=ROOT, timeout=timeout, env={**os.environ, **(env or {})})
+def cli(*args, env: dict | None = None, timeout: float = 120, encoding: str = "utf-8") -> subprocess.CompletedProcess:
+    """``python -m helpers ARGS`` in a fresh process, as a user runs it; its output decoded strictly."""
+    return subprocess.run([sys.executable, "-m", "helpers", *map(str, args)], capture_output=True,
+                          encoding=encoding, errors="strict", cwd=ROOT, timeout=timeout,
+                          env={**os.environ, **(env or {})})
 
 
 def columns(t) -> tuple:
