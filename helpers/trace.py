@@ -18,7 +18,6 @@ from __future__ import annotations
 import gc
 import os
 from array import array
-from collections import Counter
 from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import ge
@@ -418,15 +417,11 @@ def _merged(runs: list[array]) -> list[int]:
 
 def _positions(column: array, n: int) -> list[array]:
     """For each code 0..n-1, the event indices whose ``column`` holds it, ascending."""
-    order = array("l", sorted(range(len(column)), key=column.__getitem__))  # stable: ascending within a code
-    counts = Counter(column)
-    out = []
-    lo = 0
-    for code in range(n):
-        hi = lo + counts.get(code, 0)
-        out.append(order[lo:hi])
-        lo = hi
-    return out
+    by: list[list[int]] = [[] for _ in range(n)]
+    append = [x.append for x in by]
+    for i, c in enumerate(column):
+        append[c](i)
+    return [array("l", x) for x in by]
 
 
 def read_trace(path: str | os.PathLike, parser: str | None = None) -> Trace:

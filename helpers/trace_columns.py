@@ -108,11 +108,19 @@ class ColumnBuilder:
 
     def add(self, batch: list, checked: bool) -> None:
         """Read one batch of events; ``checked``: msgspec decoded it, so its fields have their JSON types."""
-        if checked and not _NOT_COMPLETE.intersection(map(_ph, batch)) and self._add_complete(batch):
-            return
+        if checked:
+            phs = list(map(_ph, batch))
+            kinds = set(phs)
+            if not kinds & _NOT_COMPLETE:
+                xs = batch if len(kinds) == 1 and "X" in kinds else list(compress(batch, map("X".__eq__, phs)))
+                if self._add_complete(xs):
+                    self.i += len(batch)
+                    return
         self._add_each(batch)
 
-    def _codes(self, values: list, index: dict, new: Any) -> list:
+    @staticmethod
+    def _codes(values: list, index: dict, new: Any) -> list:
+        """Each value's code in ``index``; ``new(value)`` adds the values not in it yet."""
         codes = list(map(index.get, values))
         if None in codes:
             for k, code in enumerate(codes):
@@ -122,9 +130,8 @@ class ColumnBuilder:
                     codes[k] = code if code is not None else new(v)
         return codes
 
-    def _add_complete(self, batch: list) -> bool:
-        """A type-checked batch of complete events, a column at a time; False if an event needs a closer look."""
-        xs = list(compress(batch, map("X".__eq__, map(_ph, batch))))
+    def _add_complete(self, xs: list) -> bool:
+        """Type-checked complete events, a column at a time; False if an event needs a closer look."""
         try:
             ts = array("d", map(_ts, xs))  # UNSET (no 'ts') raises TypeError
             dur = array("d", map(_dur, xs))
@@ -134,11 +141,10 @@ class ColumnBuilder:
             return False
         if xs and not (-_LIMIT < min(ts) and max(ts) < _LIMIT and 0 <= min(dur) and max(dur) < _LIMIT):
             return False
-        names = list(map(_name, xs))
         c = self.c
         n0 = self.n
         try:
-            name_ids = self._codes(names, self.name_ix, self._new_name)
+            name_ids = self._codes(list(map(_name, xs)), self.name_ix, self._new_name)
         except _NoName:  # the event loop says which event (the read fails: what was interned does not matter)
             return False
         cat_ids = self._codes(list(map(_cat, xs)), self.cat_ix, self._new_cat)
@@ -161,7 +167,6 @@ class ColumnBuilder:
         c.dur.extend(dur)
         c.lane.fromlist(lanes)
         c.corr.fromlist(corr)
-        self.i += len(batch)
         self.n += len(xs)
         return True
 
