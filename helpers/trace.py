@@ -137,6 +137,7 @@ class Trace:
         self._work: tuple[dict[int, int], dict[int, list[int]]] = ({}, {})  # correlation -> GPU work: the first; all, if several
         self._by_cat: list[array] | None = None  # per category: its events' indices
         self._by_name: list[array] | None = None  # per name: its events' indices
+        self._queries: dict[tuple, array] = {}  # what indices() found, by its arguments
 
     # The first names of the columns and tables, kept while the notebooks and plots move to the new ones.
     @property
@@ -205,11 +206,18 @@ class Trace:
 
     def indices(self, groups: Iterable[str] | None = None, name: str | None = None,
                 prefix: str | None = None, contains: str | None = None) -> list[int]:
-        """Indices of events in these groups and/or with this name (exact, prefix or part)."""
+        """Indices of events in these groups and/or with this name (exact, prefix or part), ascending."""
+        key = (None if groups is None else frozenset(groups), name, prefix, contains)
+        found = self._queries.get(key)
+        if found is None:  # the facts ask the same questions again and again
+            found = self._queries[key] = self._find(key[0], name, prefix, contains)
+        return found.tolist()  # a new list each time: callers sort and change it
+
+    def _find(self, groups: frozenset | None, name: str | None, prefix: str | None,
+              contains: str | None) -> array:
         want_cats = None
         if groups is not None:
-            gs = set(groups)
-            want_cats = {ci for ci, g in enumerate(self.cat_groups) if g in gs}
+            want_cats = {ci for ci, g in enumerate(self.cat_groups) if g in groups}
         want_names = None
         if name is not None:
             want_names = {ni for ni, n in enumerate(self.name_table) if n == name}
@@ -219,17 +227,21 @@ class Trace:
             want_names = {ni for ni, n in enumerate(self.name_table) if contains in n}
         if want_names is not None:
             if not want_names:
-                return []
-            by = self._name_index()
-            idx = _merged([by[ni] for ni in want_names])
+                return array("l")
+            if self._by_name is None and len(self._queries) < 8:
+                # A few names: one pass over the column beats building the index of every name.
+                idx = array("l", compress(range(len(self.name_id)), map(want_names.__contains__, self.name_id)))
+            else:
+                by = self._name_index()
+                idx = array("l", _merged([by[ni] for ni in want_names]))
             if want_cats is not None:
                 cat = self.cat_id
-                idx = [i for i in idx if cat[i] in want_cats]
+                idx = array("l", [i for i in idx if cat[i] in want_cats])
             return idx
         if want_cats is not None:
             by = self._index()
-            return _merged([by[ci] for ci in want_cats])
-        return list(range(len(self.ts)))
+            return array("l", _merged([by[ci] for ci in want_cats]))
+        return array("l", range(len(self.ts)))
 
     def events(self, groups: Iterable[str] | None = None, name: str | None = None,
                prefix: str | None = None, contains: str | None = None) -> list[Event]:

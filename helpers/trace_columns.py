@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .categories import GPU_GROUPS, OVERHEAD, category_group
-from .trace_json import ARG_CLASSES, PlainEvent, RawEvent, UNSET, _a, args_dict, get_correlation
+from .trace_json import ARG_CLASSES, CORR_LIMIT, LIMIT, PlainEvent, RawEvent, UNSET, _a, args_dict, get_correlation
 
 try:
     from msgspec import to_builtins  # a type-checked batch's args are msgspec structs
@@ -28,8 +28,8 @@ except ImportError:  # pragma: no cover - then every batch takes the event loop
     to_builtins = args_dict
 from .trace_source import TraceError
 
-_LIMIT = 1e300  # larger timestamps and durations are not finite numbers of microseconds
-_CORR_LIMIT = 1 << 63  # correlation ids from there on do not fit the column: read as none
+_LIMIT = LIMIT
+_CORR_LIMIT = CORR_LIMIT
 _KEEP_ARGS = GPU_GROUPS | {OVERHEAD}  # groups whose args are kept (the facts read them)
 _EVENT_CLASSES = (RawEvent, PlainEvent)
 _NOT_COMPLETE = frozenset({"B", "E", "M"})  # phases that the column-at-a-time path leaves to the event loop
@@ -132,14 +132,11 @@ class ColumnBuilder:
 
     def _add_complete(self, xs: list) -> bool:
         """Type-checked complete events, a column at a time; False if an event needs a closer look."""
-        try:
+        try:  # msgspec checked the types and ranges: only a missing 'ts' or an unhashable pid is left to find
             ts = array("d", map(_ts, xs))  # UNSET (no 'ts') raises TypeError
-            dur = array("d", map(_dur, xs))
             keys = list(zip(map(_pid, xs), map(_tid, xs)))
             lanes = list(map(self.lane_ix.get, keys))  # a list or an object as pid raises TypeError
         except TypeError:
-            return False
-        if xs and not (-_LIMIT < min(ts) and max(ts) < _LIMIT and 0 <= min(dur) and max(dur) < _LIMIT):
             return False
         c = self.c
         n0 = self.n
@@ -156,17 +153,15 @@ class ColumnBuilder:
                 lane_gpu[li] = True
             elif cpu_cat[ci]:
                 lane_cpu[li] = True
-        corr_limit = _CORR_LIMIT
-        corr = [x if x.__class__ is int and 0 <= x < corr_limit else -1 for x in map(get_correlation, xs)]
         args = c.args
         for k in compress(range(len(xs)), map(self.keep_cat.__getitem__, cat_ids)):
             args[n0 + k] = to_builtins(xs[k].args)
         c.name_id.fromlist(name_ids)
         c.cat_id.fromlist(cat_ids)
         c.ts.extend(ts)
-        c.dur.extend(dur)
+        c.dur.extend(array("d", map(_dur, xs)))
         c.lane.fromlist(lanes)
-        c.corr.fromlist(corr)
+        c.corr.extend(array("q", map(get_correlation, xs)))  # -1 where there is none
         self.n += len(xs)
         return True
 

@@ -113,21 +113,32 @@ class PlainEvent:
 
 _NO_ARGS_PLAIN = PlainArgs()
 
+LIMIT = 1e300  # larger timestamps and durations are not finite numbers of microseconds
+CORR_LIMIT = 1 << 63  # correlation ids from there on do not fit the column: read as none
+
 if msgspec is not None:
+    from typing import Annotated
+
+    # msgspec checks these types and ranges in C; whatever fails them goes to the json module's
+    # path, which says what is wrong (or, for a correlation id that fits no column, reads none).
+    _Correlation = Annotated[int, msgspec.Meta(ge=0, le=CORR_LIMIT - 1)]
+    _Start = Annotated[float, msgspec.Meta(gt=-LIMIT, lt=LIMIT)]
+    _Duration = Annotated[float, msgspec.Meta(ge=0, lt=LIMIT)]
     Args = msgspec.defstruct(
-        "Args", [(attr, Any, msgspec.field(default=UNSET, name=key)) for attr, key in _ARG_ITEMS],
-        gc=False, module=__name__)
+        "Args", [("correlation", _Correlation, msgspec.field(default=-1, name="correlation"))]
+        + [(attr, Any, msgspec.field(default=UNSET, name=key)) for attr, key in _ARG_ITEMS if attr != "correlation"],
+        gc=False, omit_defaults=True, module=__name__)
 
     class RawEvent(msgspec.Struct, gc=False):
-        """One event as msgspec decodes it: the reader's fields, their JSON types checked."""
+        """One event as msgspec decodes it: the reader's fields, their JSON types and ranges checked."""
 
         ph: str
         name: Union[str, _UnsetType] = UNSET
         cat: str = ""
         pid: Any = None
         tid: Any = None
-        ts: Union[float, _UnsetType] = UNSET
-        dur: float = 0.0
+        ts: Union[_Start, _UnsetType] = UNSET
+        dur: _Duration = 0.0
         args: Args = msgspec.field(default_factory=Args)  # type: ignore[valid-type]
 
     _NO_ARGS: Any = Args()
