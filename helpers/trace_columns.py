@@ -28,8 +28,6 @@ except ImportError:  # pragma: no cover - then every batch takes the event loop
     to_builtins = args_dict
 from .trace_source import TraceError
 
-_LIMIT = LIMIT
-_CORR_LIMIT = CORR_LIMIT
 _KEEP_ARGS = GPU_GROUPS | {OVERHEAD}  # groups whose args are kept (the facts read them)
 _EVENT_CLASSES = (RawEvent, PlainEvent)
 _NOT_COMPLETE = frozenset({"B", "E", "M"})  # phases that the column-at-a-time path leaves to the event loop
@@ -180,7 +178,7 @@ class ColumnBuilder:
         lane_gpu, lane_cpu, lane_names, open_b = c.lane_gpu, c.lane_cpu, c.lane_names, self.open_b
         keep_args = c.args
         keep_cat, gpu_cat, cpu_cat = self.keep_cat, self.gpu_cat, self.cpu_cat
-        limit, corr_limit = _LIMIT, _CORR_LIMIT
+        limit, corr_limit = LIMIT, CORR_LIMIT
         i, n = self.i, self.n
         c_name: list[int] = []
         c_cat: list[int] = []

@@ -58,7 +58,8 @@ ARG_FIELDS = {
     "total_reserved": "Total Reserved",
 }
 _ARG_ITEMS = tuple(ARG_FIELDS.items())
-_ARG_KEYS = {v: k for k, v in ARG_FIELDS.items()}
+LIMIT = 1e300  # larger timestamps and durations are not finite numbers of microseconds
+CORR_LIMIT = 1 << 63  # correlation ids from there on do not fit the column: read as none
 
 
 class _Unset:
@@ -67,9 +68,6 @@ class _Unset:
     __slots__ = ()
 
     def __repr__(self) -> str:
-        return "UNSET"
-
-    def __reduce__(self) -> str:
         return "UNSET"
 
 
@@ -112,9 +110,6 @@ class PlainEvent:
 
 
 _NO_ARGS_PLAIN = PlainArgs()
-
-LIMIT = 1e300  # larger timestamps and durations are not finite numbers of microseconds
-CORR_LIMIT = 1 << 63  # correlation ids from there on do not fit the column: read as none
 
 if msgspec is not None:
     from typing import Annotated
