@@ -35,6 +35,10 @@ def summarize_cli(*args) -> "object":
     return cli("summarize", *args)
 
 
+def _refuse(word: str):
+    raise ValueError(f"{word} is not JSON")
+
+
 # --- real traces written by others ---------------------------------------------------
 
 
@@ -59,7 +63,7 @@ def test_every_external_trace_through_the_command_line(path):
     js = summarize_cli(path, "--json")
     assert js.returncode == 0, js.stderr
     assert js.stderr == ""
-    out = json.loads(js.stdout)
+    out = json.loads(js.stdout, parse_constant=_refuse)  # strict JSON: no NaN, no Infinity
     assert {"device", "steps", "kernels", "memcpy", "runtime_calls", "verdict"} <= out.keys()
     assert out["events"] == sum(1 for e in raw_events(path) if e.get("ph") == "X")
 
