@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 	@$(PY) -c "import torch" 2>/dev/null || { echo "installing $(TORCH)"; \
 	  $(PY) -m pip install -q --disable-pip-version-check "$(TORCH)" 2>&1 | grep -v 'is ignored' || true; }
 	@$(PY) -m pip install -q --disable-pip-version-check -e ".[notebooks,test]" 2>&1 | grep -v 'is ignored' || true
-	@$(PY) -c "import torch, jupyterlab, ipywidgets, matplotlib, nbval, helpers" \
+	@$(PY) -c "import torch, jupyterlab, ipywidgets, matplotlib, nbval, msgspec, helpers" \
 	  || { echo "set-up failed: see the pip output above"; exit 1; }
 	@touch $@
 
@@ -34,8 +34,9 @@ lab: $(STAMP)
 test: $(STAMP)
 	$(MAKE) --no-print-directory test-unit test-notebooks
 
+# HYPOTHESIS_PROFILE=ci: the property tests run the same examples every time (tests/conftest.py).
 test-unit: $(STAMP)
-	PROFILING_MODE=recorded PROFILING_HEADLESS=1 $(PY) -m pytest -q tests
+	PROFILING_MODE=recorded PROFILING_HEADLESS=1 HYPOTHESIS_PROFILE=ci $(PY) -m pytest -q tests
 
 test-notebooks: $(STAMP)
 	@mkdir -p .cache && rm -f .cache/journal-test.json

@@ -1,15 +1,52 @@
 """Command line: ``python -m helpers summarize TRACE [--json]`` and friends.
 
 Imports neither torch nor matplotlib, so it answers in a moment on any machine.
+Whatever the input, it prints a result (exit status 0) or one line that says
+what is wrong (exit status 2): never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
+from typing import Any, NoReturn
 
 from .trace import TraceError, read_trace
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its complaints on one line (exit status 2, as for a bad trace)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message} (see: {self.prog} --help)\n")
+
+
+def _top(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"expects a whole number of rows (0 or more), not {text!r}")
+    return n
+
+
+def _finite(x: Any) -> Any:
+    """``x`` with every infinite or NaN float made None: JSON has no such numbers."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_finite(v) for v in x]
+    return x
+
+
+def _print_json(obj: Any) -> None:
+    # ASCII only, so any terminal prints it; strict, so any JSON parser reads it.
+    print(json.dumps(_finite(obj), indent=1, default=str, allow_nan=False))
 
 
 def _summarize(a: argparse.Namespace) -> int:
@@ -18,7 +55,7 @@ def _summarize(a: argparse.Namespace) -> int:
 
     s = summarize(read_trace(a.trace))
     if a.json:
-        print(json.dumps(s.to_json(), indent=1, default=str))
+        _print_json(s.to_json())
     else:
         print(summary_text(s, top=a.top))
     return 0
@@ -31,19 +68,27 @@ def _diagnose(a: argparse.Namespace) -> int:
 
     found = diagnose(read_trace(a.trace))
     if a.json:
-        print(json.dumps([asdict(f) for f in found], indent=1))
+        _print_json([asdict(f) for f in found])
     else:
         print(text(found))
     return 0
 
 
+def _printable_anywhere() -> None:
+    """Names the terminal cannot show (a C locale, cp1252, a lone surrogate) come out escaped, not as a traceback."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m helpers", description="Read PyTorch profiler traces.")
-    sub = ap.add_subparsers(dest="command", required=True)
+    ap = _Parser(prog="python -m helpers", description="Read PyTorch profiler traces.")
+    sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
     p = sub.add_parser("summarize", help="print what a trace shows")
     p.add_argument("trace", help="a Chrome trace from torch.profiler (.json or .json.gz)")
     p.add_argument("--json", action="store_true", help="one JSON object instead of text")
-    p.add_argument("--top", type=int, default=10, help="rows per table in the text output (default 10)")
+    p.add_argument("--top", type=_top, default=10, metavar="N",
+                   help="rows per table in the text output (default 10)")
     p.set_defaults(run=_summarize)
     d = sub.add_parser("diagnose", help="apply the cheat sheet's rules: findings, evidence, what to try")
     d.add_argument("trace", help="a Chrome trace from torch.profiler (.json or .json.gz)")
@@ -58,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return preflight(argv[1:])
     a = ap.parse_args(argv)
+    _printable_anywhere()
     try:
         return a.run(a)
     except TraceError as e:

@@ -647,10 +647,13 @@ class Summary:
                         for k in self.kernels],
             "kinds": [{"kind": k.kind, "count": k.count, "total_us": round(k.total_us, 3),
                        "median_us": round(k.median_us, 3)} for k in self.kinds],
-            "memcpy": [{"name": c["name"], "count": c["count"], "bytes": c["bytes"]} for c in self.copies],
+            # bytes: null when the trace records no size for them (ROCm puts it on the runtime call only)
+            "memcpy": [{"name": c["name"], "count": c["count"], "bytes": c["bytes"] if c["sizes"] else None}
+                       for c in self.copies],
             "runtime_calls": {c.name: c.count for c in self.calls},
             "verdict": self.balance.verdict,
-            "balance": {k: (round(v, 4) if isinstance(v, float) and math.isfinite(v) else v)
+            # null, not Infinity, where a float is not finite (GPU work and no CPU time): strict JSON
+            "balance": {k: (round(v, 4) if math.isfinite(v) else None) if isinstance(v, float) else v
                         for k, v in asdict(self.balance).items()},
             "launch_latency_us": asdict(self.latency) if self.latency else None,
             "annotation_gaps": [asdict(g) for g in self.gaps[:50]],

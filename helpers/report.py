@@ -54,8 +54,8 @@ def summary_text(s: Summary, top: int = 10) -> str:
     out = [f"trace: {s.path}", f"events: {s.events:,} (parsed with {s.parser})", f"GPU: {s.device or 'none named'}"]
     if s.steps:
         out.append("")
-        out.append("profiler steps:")
-        out += [f"  {st.name:<18} {us(st.dur_us):>10}" for st in s.steps]
+        out.append("profiler steps:" if len(s.steps) <= top else f"profiler steps (first {top} of {len(s.steps)}):")
+        out += [f"  {st.name:<18} {us(st.dur_us):>10}" for st in s.steps[:top]]
     b = s.balance
     out.append("")
     out.append("CPU against GPU:")
@@ -63,7 +63,8 @@ def summary_text(s: Summary, top: int = 10) -> str:
     if b.verdict is None:
         out.append("  no GPU work in this trace: no verdict")
     else:
-        out.append(f"  GPU time           {us(b.device_us):>10}  ({b.ratio:.1%} of the CPU time)")
+        share = f"{b.ratio:.1%} of the CPU time" if b.self_cpu_us > 0 else "no CPU time recorded"
+        out.append(f"  GPU time           {us(b.device_us):>10}  ({share})")
         shares = (f"({b.gpu_busy_share:.1%} busy, {b.gpu_idle_share:.1%} idle)" if b.gpu_busy_share is not None
                   else "(every event at one instant: no share to give)")
         out.append(f"  GPU busy           {us(b.gpu_busy_us):>10}  of a {us(b.window_us)} window {shares}")
@@ -85,9 +86,11 @@ def summary_text(s: Summary, top: int = 10) -> str:
             out.append(f"  {k.count:>6} x {short(k.name, 60):<60} {k.kind:<11} median {us(k.median_us)}{res}")
     if s.copies:
         out.append("")
-        out.append("copies and fills:")
-        for c in s.copies:
-            out.append(f"  {c['count']:>6} x {c['name']:<32} {nbytes(c['bytes'])} in all")
+        out.append("copies and fills:" if len(s.copies) <= top else f"copies and fills (top {top} of {len(s.copies)}):")
+        for c in s.copies[:top]:
+            # ROCm puts a copy's size on its runtime call only: none recorded is "unknown", not 0 B
+            size = f"{nbytes(c['bytes'])} in all" if c["sizes"] else "size unknown (not in the trace)"
+            out.append(f"  {c['count']:>6} x {c['name']:<32} {size}")
     if s.calls:
         out.append("")
         out.append(f"runtime and driver calls (top {min(top, len(s.calls))} of {len(s.calls)}):")
@@ -108,8 +111,11 @@ def summary_text(s: Summary, top: int = 10) -> str:
     if a.buffer_requests or a.closing_sync:
         out.append("")
         out.append("profiler artefacts:")
-        for r in a.buffer_requests:
+        for r in a.buffer_requests[:top]:
             out.append(f"  {r['name']} on {r['lane']}: {us(r['dur_us'])}")
+        if len(a.buffer_requests) > top:
+            out.append(f"  ... and {len(a.buffer_requests) - top} more buffer requests "
+                       f"({us(sum(r['dur_us'] for r in a.buffer_requests))} in all)")
         if a.closing_sync:
             c = a.closing_sync
             idle = f", GPU idle {c['idle_share']:.0%} of it" if c["idle_share"] is not None else ""
@@ -117,8 +123,8 @@ def summary_text(s: Summary, top: int = 10) -> str:
     if s.compiled.any:
         out.append("")
         out.append("torch.compile:")
-        for k, v in s.compiled.regions.items():
+        for k, v in list(s.compiled.regions.items())[:top]:
             out.append(f"  {v:>4} x {k}")
-        for h, v in s.compiled.graph_hashes.items():
+        for h, v in list(s.compiled.graph_hashes.items())[:top]:
             out.append(f"  {v:>4} x CompiledFxGraph {h}")
     return "\n".join(out)

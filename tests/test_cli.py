@@ -6,12 +6,7 @@ import json
 import subprocess
 import sys
 
-from conftest import ROOT
-
-
-def cli(*args):
-    return subprocess.run([sys.executable, "-m", "helpers", *map(str, args)], capture_output=True, text=True,
-                          cwd=ROOT)
+from conftest import ROOT, cli
 
 
 def test_summarize_text(h200):

@@ -4,20 +4,20 @@ Hypothesis takes a real trace (an H200 reference trace, and the ROCm trace
 from HTA's test data when it is there), mutates it (drops fields, puts values
 of the wrong type in them, deletes, duplicates and shuffles events, nests
 garbage, cuts the bytes short or damages them), writes it (plain or gzip),
-and reads it with orjson or with the json module, with the reader's
-large-trace machinery switched on or off; then summarizes it and renders the
-summary as the command line does. Nothing but TraceError may come out: no
+and reads it with msgspec or with the json module (the json module also as
+users without msgspec get it), in batches of a few hundred bytes or whole;
+then summarizes and diagnoses it and renders both as the command line does. Nothing but TraceError may come out: no
 KeyError, TypeError, IndexError, ZeroDivisionError, RecursionError... Made-up
 traces whose values all have the right types get past the reader and put the
 facts to the test. And where the JSON stays well formed, reading it a few
 hundred bytes at a time must give exactly what reading it in one go gives.
+CI and ``make test`` run them derandomized (tests/conftest.py's "ci" profile).
 """
 
 from __future__ import annotations
 
 import copy
 import gzip
-import importlib.util
 import json
 import math
 import os
@@ -26,19 +26,22 @@ import re
 import sys
 import tempfile
 from contextlib import contextmanager
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import EXTERNAL, H200 as H200_DIR, ROCM as ROCM_NAME, reader_without_msgspec
 from helpers import trace as trace_mod
+from helpers import trace_json, trace_source
+from helpers.diagnose import diagnose, text as diagnose_text
 from helpers.facts import summarize
 from helpers.report import summary_text
 
-ROOT = Path(__file__).resolve().parent.parent
-H200 = ROOT / "traces" / "reference" / "nvidia-h200" / "64_bf16_cold_eager_s0-0-3.json"
-ROCM = ROOT.parent / "shared" / "external-traces" / "hta_amd_trace_mi250_minitoy_train_ROCm6_2_kineto.json.gz"
+H200 = H200_DIR / "64_bf16_cold_eager_s0-0-3.json"
+ROCM = EXTERNAL / ROCM_NAME
 
 FIELDS = ["ph", "name", "cat", "ts", "dur", "pid", "tid", "args", "id"]
 ARG_KEYS = ["correlation", "External id", "grid", "block", "registers per thread", "shared memory", "bytes",
@@ -194,46 +197,35 @@ def apply_damage(data: bytes, ops: list) -> bytes:
     return data
 
 
-def _without_orjson():
-    """A second copy of the reader, loaded while orjson cannot be imported: the json module's path."""
-    saved = sys.modules.get("orjson")
-    sys.modules["orjson"] = None  # `import orjson` raises ImportError
-    try:
-        spec = importlib.util.spec_from_file_location("trace_json_only", trace_mod.__file__)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = mod  # dataclasses look their module up there
-        spec.loader.exec_module(mod)
-    finally:
-        if saved is None:
-            del sys.modules["orjson"]
-        else:
-            sys.modules["orjson"] = saved
-    assert mod.PARSER == "json"
-    return mod
-
-
-READERS = {"orjson": trace_mod, "json": _without_orjson()}
+READERS = {"msgspec": lambda p: trace_mod.read_trace(p), "json": lambda p: trace_mod.read_trace(p, parser="json"),
+           "json without msgspec": lambda p: reader_without_msgspec().read_trace(p)}
+ERRORS = (trace_mod.TraceError, reader_without_msgspec().TraceError)
 
 
 @contextmanager
-def small_chunks(on: bool, mod=trace_mod):
-    """Make the reader take any file as a large one: a few hundred bytes a batch."""
-    saved = mod._SMALL, mod._CHUNK, mod._BLOCK
+def small_batches(on: bool):
+    """Make the readers (with and without msgspec) cut any file into batches of a few hundred bytes."""
+    slow = reader_without_msgspec()
+    knobs = [(trace_json, "CHUNK", 200), (trace_source, "BLOCK", 333),
+             (sys.modules[slow.__package__ + ".trace_json"], "CHUNK", 200),
+             (sys.modules[slow.__package__ + ".trace_source"], "BLOCK", 333)]
+    saved = [(m, name, getattr(m, name)) for m, name, _ in knobs]
     if on:
-        mod._SMALL, mod._CHUNK, mod._BLOCK = 1000, 700, 333
+        for m, name, value in knobs:
+            setattr(m, name, value)
     try:
         yield
     finally:
-        mod._SMALL, mod._CHUNK, mod._BLOCK = saved
+        for m, name, value in saved:
+            setattr(m, name, value)
 
 
-def outcome(path: Path, chunked: bool, parser: str = "orjson"):
-    """The columns and the summary, or the TraceError: nothing else may come out."""
-    mod = READERS[parser]
-    with small_chunks(chunked, mod):
+def outcome(path: Path, chunked: bool, parser: str = "msgspec"):
+    """The columns, the summary and the findings, or the TraceError: nothing else may come out."""
+    with small_batches(chunked):
         try:
-            t = mod.read_trace(path)
-        except mod.TraceError as e:
+            t = READERS[parser](path)
+        except ERRORS as e:
             assert isinstance(e, ValueError)
             assert str(path) in str(e) and "\n" not in str(e)
             return None
@@ -241,14 +233,17 @@ def outcome(path: Path, chunked: bool, parser: str = "orjson"):
     js = s.to_json()
     json.dumps(js, default=str)
     summary_text(s)  # what the command line prints
+    found = diagnose(t)
+    diagnose_text(found)
+    json.dumps([asdict(f) for f in found])
     assert js["events"] == len(t) > 0
     assert all(math.isfinite(x) for x in t.ts) and all(x >= 0 for x in t.dur)
     for i in range(min(len(t), 50)):  # the per-event view holds up too
         ev = t[i]
         assert ev.end >= ev.start
     lanes = [(ln.pid, ln.tid, ln.name, ln.is_gpu, ln.is_profiler) for ln in t.lanes]
-    return (t.names, t.cats, lanes, list(t.name), list(t.cat), list(t.ts), list(t.dur), list(t.lane),
-            list(t.corr), t.args, t.meta), js
+    return (t.name_table, t.cat_table, lanes, list(t.name_id), list(t.cat_id), list(t.ts), list(t.dur),
+            list(t.lane), list(t.corr), t.args, t.meta), js
 
 
 SETTINGS = settings(max_examples=int(os.environ.get("PROPERTY_EXAMPLES", "200")), deadline=None, database=None,
@@ -259,7 +254,7 @@ SETTINGS = settings(max_examples=int(os.environ.get("PROPERTY_EXAMPLES", "200"))
 @SETTINGS
 @given(ops=st.lists(structural, max_size=6), harm=st.lists(damage, max_size=2),
        layout=st.sampled_from(["plain", "compact", "kineto"]), gz=st.booleans(), chunked=st.booleans(),
-       parser=st.sampled_from(["orjson", "orjson", "json"]))
+       parser=st.sampled_from(["msgspec", "msgspec", "json", "json without msgspec"]))
 def test_mutated_traces_read_or_raise_trace_error(source, ops, harm, layout, gz, chunked, parser):
     doc = mutate(base(source), ops)
     data = apply_damage(serialize(doc, layout), harm)
@@ -309,7 +304,7 @@ made_up_event = st.fixed_dictionaries(
 @given(events=st.lists(made_up_event, min_size=1, max_size=40),
        props=st.lists(st.fixed_dictionaries({}, optional={"name": garbage, "regsPerMultiprocessor": garbage}),
                       max_size=2),
-       chunked=st.booleans(), parser=st.sampled_from(["orjson", "json"]))
+       chunked=st.booleans(), parser=st.sampled_from(["msgspec", "json", "json without msgspec"]))
 def test_made_up_traces_read_or_raise_trace_error(events, props, chunked, parser):
     doc = {"deviceProperties": props, "traceEvents": events}
     with tempfile.TemporaryDirectory() as d:

@@ -10,6 +10,7 @@ import pytest
 
 from conftest import raw_events
 from helpers.trace import CPU_OP, DRIVER, KERNEL, RUNTIME, read_trace
+from helpers.trace_json import ARG_FIELDS
 
 
 def timed(events):
@@ -27,7 +28,7 @@ def test_columns_match_the_json(h200, tag):
     # Same events, same order, same numbers.
     for i, e in enumerate(raw):
         assert t.name_of(i) == e["name"]
-        assert t.cats[t.cat[i]] == e.get("cat", "")
+        assert t.cat_table[t.cat_id[i]] == e.get("cat", "")
         assert t.ts[i] == pytest.approx(e["ts"] - t0, abs=1e-3)
         assert t.dur[i] == pytest.approx(e["dur"])
         lane = t.lanes[t.lane[i]]
@@ -104,3 +105,23 @@ def test_event_view(h200):
     assert e.is_gpu and e.end == e.start + e.dur
     assert e.args["registers per thread"] > 0
     assert Counter(x.group for x in t.events()) == Counter(t.group_of(i) for i in range(len(t)))
+
+
+def test_the_first_column_names_still_work(h200):
+    """name/names and cat/cats stay, as aliases, while the notebooks move to name_id/name_table, cat_id/cat_table."""
+    t = read_trace(h200 / "64_bf16_cold_eager.json")
+    assert t.name is t.name_id and t.names is t.name_table and t.cat is t.cat_id and t.cats is t.cat_table
+    assert [t.names[c] for c in t.name] == [t.name_of(i) for i in range(len(t))]
+
+
+def test_only_the_args_the_facts_read_are_kept(h200):
+    """Of each kernel's, copy's and fill's args, the launch resources, bytes and links; no CPU op keeps any."""
+    path = h200 / "block8x256x512_bf16_warm_eager.json"
+    raw = timed(raw_events(path))
+    t = read_trace(path)
+    gpu = [i for i in range(len(t)) if t.is_gpu(i)]
+    assert len(gpu) > 70 and set(t.args) == set(gpu)
+    for i in gpu:
+        assert t.args[i] == {k: v for k, v in raw[i]["args"].items() if k in ARG_FIELDS.values()}
+    assert {"registers per thread", "grid", "block", "shared memory"} <= t.args[t.indices((KERNEL,))[0]].keys()
+    assert not any(i in t.args for i in t.indices((CPU_OP, RUNTIME)))

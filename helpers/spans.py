@@ -1,0 +1,58 @@
+"""Time spans: merging the intervals that events cover, and measuring their overlap with a window."""
+
+from __future__ import annotations
+
+import bisect
+import gc
+from array import array
+from contextlib import contextmanager
+from operator import add
+from typing import TYPE_CHECKING, Iterable, Iterator
+
+if TYPE_CHECKING:
+    from .trace import Trace
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cycle collection while many small objects are made that live on (it would walk them again and again)."""
+    collect = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collect:
+            gc.enable()
+
+
+def lane_spans(trace: "Trace", idx: Iterable[int]) -> list[tuple[float, float]]:
+    """Merged [start, end) intervals covered by these events."""
+    ts, dur = trace.ts, trace.dur
+    idx = idx if isinstance(idx, (list, array)) else list(idx)
+    out: list[tuple[float, float]] = []
+    with gc_paused():
+        starts = list(map(ts.__getitem__, idx))
+        spans = sorted(zip(starts, map(add, starts, map(dur.__getitem__, idx))))
+        if not spans:
+            return out
+        lo, hi = spans[0]
+        for s, e in spans:
+            if s <= hi:
+                if e > hi:
+                    hi = e
+            else:
+                out.append((lo, hi))
+                lo, hi = s, e
+        out.append((lo, hi))
+    return out
+
+
+def covered(spans: list[tuple[float, float]], lo: float, hi: float) -> float:
+    """Microseconds of ``spans`` (merged, sorted) inside [lo, hi]."""
+    total = 0.0
+    k = bisect.bisect_left(spans, (lo, lo)) - 1
+    for s, e in spans[max(k, 0):]:
+        if s >= hi:
+            break
+        total += max(0.0, min(e, hi) - max(s, lo))
+    return total

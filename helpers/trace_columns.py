@@ -1,0 +1,285 @@
+"""Batches of decoded events turned into columns: one ``array`` per field, names interned.
+
+:class:`ColumnBuilder` checks every event (an event the facts could not use
+is a :class:`~helpers.trace_source.TraceError` naming it) and keeps, per timed
+event, a name code, a category code, start, duration, lane code and
+correlation id; of the args, only those of GPU work (registers, grid, bytes...)
+and of the profiler's own events. Batches that msgspec type-checked and that
+hold only complete events (``ph`` "X", with flows and instants around them)
+take a path that works a column at a time; anything else goes event by event.
+Both give the same columns.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass, field
+from itertools import compress
+from operator import attrgetter
+from pathlib import Path
+from typing import Any
+
+from .categories import GPU_GROUPS, OVERHEAD, category_group
+from .trace_json import ARG_CLASSES, CORR_LIMIT, LIMIT, PlainEvent, RawEvent, UNSET, _a, args_dict, get_correlation
+
+try:
+    from msgspec import to_builtins  # a type-checked batch's args are msgspec structs
+except ImportError:  # pragma: no cover - then every batch takes the event loop
+    to_builtins = args_dict
+from .trace_source import TraceError
+
+_KEEP_ARGS = GPU_GROUPS | {OVERHEAD}  # groups whose args are kept (the facts read them)
+_EVENT_CLASSES = (RawEvent, PlainEvent)
+_NOT_COMPLETE = frozenset({"B", "E", "M"})  # phases that the column-at-a-time path leaves to the event loop
+
+_ph = attrgetter("ph")
+_name = attrgetter("name")
+_cat = attrgetter("cat")
+_pid = attrgetter("pid")
+_tid = attrgetter("tid")
+_ts = attrgetter("ts")
+_dur = attrgetter("dur")
+
+
+@dataclass
+class Columns:
+    """What a trace's events come to: the columns and the tables their codes index."""
+
+    names: list[str] = field(default_factory=list)  # name code -> name
+    cats: list[str] = field(default_factory=list)  # category code -> category
+    cat_groups: list[str] = field(default_factory=list)  # category code -> group
+    lane_keys: list[tuple] = field(default_factory=list)  # lane code -> (pid, tid)
+    lane_names: dict[tuple, str] = field(default_factory=dict)  # (pid, tid) -> its thread_name
+    lane_gpu: list[bool] = field(default_factory=list)  # lane code -> has GPU events
+    lane_cpu: list[bool] = field(default_factory=list)  # lane code -> has events that are not the profiler's
+    name_id: array = field(default_factory=lambda: array("l"))
+    cat_id: array = field(default_factory=lambda: array("l"))
+    ts: array = field(default_factory=lambda: array("d"))  # microseconds, as in the file
+    dur: array = field(default_factory=lambda: array("d"))
+    lane: array = field(default_factory=lambda: array("l"))
+    corr: array = field(default_factory=lambda: array("q"))  # -1: none
+    args: dict[int, dict] = field(default_factory=dict)  # event index -> its kept args
+
+
+class _NoName(Exception):
+    """A complete event without a name: the event loop words the error."""
+
+
+def _bad(path: Path, i: int, what: str) -> TraceError:
+    return TraceError(f"{path}: event #{i} {what}")
+
+
+class ColumnBuilder:
+    """Turns batches of events into :class:`Columns`, interning names, categories and lanes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.c = Columns()
+        self.name_ix: dict[str, int] = {}
+        self.cat_ix: dict[str, int] = {}
+        self.lane_ix: dict[tuple, int] = {}
+        self.open_b: dict[tuple, list[tuple[int, Any]]] = {}
+        self.keep_cat: list[bool] = []  # per category: are its args kept
+        self.gpu_cat: list[bool] = []
+        self.cpu_cat: list[bool] = []  # neither GPU nor the profiler's overhead
+        self.i = -1  # index of the last event read, timed or not
+        self.n = 0  # timed events so far
+
+    def _new_cat(self, cat: str) -> int:
+        c = self.c
+        ci = self.cat_ix[cat] = len(c.cats)
+        c.cats.append(cat)
+        g = category_group(cat)
+        c.cat_groups.append(g)
+        self.keep_cat.append(g in _KEEP_ARGS)
+        self.gpu_cat.append(g in GPU_GROUPS)
+        self.cpu_cat.append(g not in GPU_GROUPS and g != OVERHEAD)
+        return ci
+
+    def _new_lane(self, key: tuple) -> int:
+        c = self.c
+        li = self.lane_ix[key] = len(c.lane_keys)
+        c.lane_keys.append(key)
+        c.lane_gpu.append(False)
+        c.lane_cpu.append(False)
+        return li
+
+    def add(self, batch: list, checked: bool) -> None:
+        """Read one batch of events; ``checked``: msgspec decoded it, so its fields have their JSON types."""
+        if checked:
+            phs = list(map(_ph, batch))
+            kinds = set(phs)
+            if not kinds & _NOT_COMPLETE:
+                xs = batch if len(kinds) == 1 and "X" in kinds else list(compress(batch, map("X".__eq__, phs)))
+                if self._add_complete(xs):
+                    self.i += len(batch)
+                    return
+        self._add_each(batch)
+
+    @staticmethod
+    def _codes(values: list, index: dict, new: Any) -> list:
+        """Each value's code in ``index``; ``new(value)`` adds the values not in it yet."""
+        codes = list(map(index.get, values))
+        if None in codes:
+            for k, code in enumerate(codes):
+                if code is None:
+                    v = values[k]
+                    code = index.get(v)
+                    codes[k] = code if code is not None else new(v)
+        return codes
+
+    def _add_complete(self, xs: list) -> bool:
+        """Type-checked complete events, a column at a time; False if an event needs a closer look."""
+        try:  # msgspec checked the types and ranges: only a missing 'ts' or an unhashable pid is left to find
+            ts = array("d", map(_ts, xs))  # UNSET (no 'ts') raises TypeError
+            keys = list(zip(map(_pid, xs), map(_tid, xs)))
+            lanes = list(map(self.lane_ix.get, keys))  # a list or an object as pid raises TypeError
+        except TypeError:
+            return False
+        c = self.c
+        n0 = self.n
+        try:
+            name_ids = self._codes(list(map(_name, xs)), self.name_ix, self._new_name)
+        except _NoName:  # the event loop says which event (the read fails: what was interned does not matter)
+            return False
+        cat_ids = self._codes(list(map(_cat, xs)), self.cat_ix, self._new_cat)
+        if None in lanes:
+            lanes = self._codes(keys, self.lane_ix, self._new_lane)
+        gpu_cat, cpu_cat, lane_gpu, lane_cpu = self.gpu_cat, self.cpu_cat, c.lane_gpu, c.lane_cpu
+        for li, ci in set(zip(lanes, cat_ids)):
+            if gpu_cat[ci]:
+                lane_gpu[li] = True
+            elif cpu_cat[ci]:
+                lane_cpu[li] = True
+        args = c.args
+        for k in compress(range(len(xs)), map(self.keep_cat.__getitem__, cat_ids)):
+            args[n0 + k] = to_builtins(xs[k].args)
+        c.name_id.fromlist(name_ids)
+        c.cat_id.fromlist(cat_ids)
+        c.ts.extend(ts)
+        c.dur.extend(array("d", map(_dur, xs)))
+        c.lane.fromlist(lanes)
+        c.corr.extend(array("q", map(get_correlation, xs)))  # -1 where there is none
+        self.n += len(xs)
+        return True
+
+    def _new_name(self, name: str) -> int:
+        if name is UNSET:
+            raise _NoName
+        names = self.c.names
+        ni = self.name_ix[name] = len(names)
+        names.append(name)
+        return ni
+
+    def _add_each(self, batch: list) -> None:
+        """Any batch, event by event, with every check."""
+        path, c = self.path, self.c
+        name_ix, cat_ix, lane_ix = self.name_ix, self.cat_ix, self.lane_ix
+        lane_gpu, lane_cpu, lane_names, open_b = c.lane_gpu, c.lane_cpu, c.lane_names, self.open_b
+        keep_args = c.args
+        keep_cat, gpu_cat, cpu_cat = self.keep_cat, self.gpu_cat, self.cpu_cat
+        limit, corr_limit = LIMIT, CORR_LIMIT
+        i, n = self.i, self.n
+        c_name: list[int] = []
+        c_cat: list[int] = []
+        c_ts: list[float] = []
+        c_dur: list[float] = []
+        c_lane: list[int] = []
+        c_corr: list[int] = []
+        for e in batch:
+            i += 1
+            if e.__class__ not in _EVENT_CLASSES:
+                raise _bad(path, i, f"is {_a(e)}, not an object")
+            args = e.args
+            ph = e.ph
+            if ph == "X" or ph == "B" or ph == "E":
+                pass
+            elif ph == "M":
+                if e.name == "thread_name":
+                    if args.__class__ in ARG_CLASSES and isinstance(args.name, str):
+                        key = (e.pid, e.tid)
+                        if type(key[0]) not in (list, dict) and type(key[1]) not in (list, dict):
+                            lane_names[key] = args.name
+                continue
+            elif isinstance(ph, str):
+                continue  # instants, flows, counters: not needed here
+            else:
+                raise _bad(path, i, "has no 'ph' (event type) string")
+            name = e.name
+            ts = e.ts
+            if name.__class__ is not str:
+                if ph != "E":  # an end event takes its name from the begin event
+                    got = "no name" if name is UNSET else f"a name of type {type(name).__name__}"
+                    raise _bad(path, i, f"has {got}; expected a string")
+                name = "end"
+            t = ts.__class__
+            if (t is not float and t is not int) or not -limit < ts < limit:
+                shown = "no 'ts'" if ts is UNSET else f"a 'ts' of {ts!r}"
+                raise _bad(path, i, f"({name!r}) has {shown}; expected a number of microseconds")
+            pid = e.pid
+            tid = e.tid
+            if type(pid) in (list, dict) or type(tid) in (list, dict):
+                raise _bad(path, i, f"({name!r}) has a pid or tid that is not a number or string")
+            li = lane_ix.get((pid, tid))
+            if ph == "X":
+                dur = e.dur
+                t = dur.__class__
+                if (t is not float and t is not int) or not 0 <= dur < limit:
+                    raise _bad(path, i, f"({name!r}) has a 'dur' of {dur!r}; expected a non-negative number")
+                cat = e.cat
+            elif ph == "B":
+                open_b.setdefault((pid, tid), []).append((i, e))
+                continue
+            else:  # "E" closes the latest "B" on its thread
+                stack = open_b.get((pid, tid))
+                if not stack:
+                    continue
+                _, b = stack.pop()
+                name, dur, ts = b.name, ts - b.ts, b.ts
+                if dur < 0:
+                    raise _bad(path, i, f"({name!r}) ends before it begins")
+                args = b.args
+                cat = b.cat
+            ci = cat_ix.get(cat) if cat.__class__ is str else None
+            if ci is None:
+                if type(cat) is not str:
+                    raise _bad(path, i, f"({name!r}) has a 'cat' of type {type(cat).__name__}; expected a string")
+                ci = self._new_cat(cat)
+            ni = name_ix.get(name)
+            if ni is None:
+                ni = self._new_name(name)
+            if li is None:
+                li = self._new_lane((pid, tid))
+            if gpu_cat[ci]:
+                lane_gpu[li] = True
+            elif cpu_cat[ci]:
+                lane_cpu[li] = True
+            if args.__class__ not in ARG_CLASSES:
+                raise _bad(path, i, f"({name!r}) has 'args' of type {type(args).__name__}; expected an object")
+            corr = args.correlation
+            if corr.__class__ is not int or not 0 <= corr < corr_limit:
+                corr = -1
+            if keep_cat[ci]:
+                keep_args[n] = args_dict(args)
+            n += 1
+            c_name.append(ni)
+            c_cat.append(ci)
+            c_ts.append(ts)
+            c_dur.append(dur)
+            c_lane.append(li)
+            c_corr.append(corr)
+        c.name_id.fromlist(c_name)
+        c.cat_id.fromlist(c_cat)
+        c.ts.fromlist(c_ts)
+        c.dur.fromlist(c_dur)
+        c.lane.fromlist(c_lane)
+        c.corr.fromlist(c_corr)
+        self.i, self.n = i, n
+
+    def finish(self) -> Columns:
+        """The columns, once every batch is in; TraceError if no event can be shown."""
+        if self.i < 0:
+            raise TraceError(f"{self.path}: the trace holds no events")
+        if not self.n:
+            raise TraceError(f"{self.path}: the trace holds no timed events (only metadata, instants or flows)")
+        return self.c

@@ -1,0 +1,183 @@
+"""A trace file's text, as UTF-8, a block at a time: plain, gzip, a pipe, UTF-16.
+
+Nothing here knows JSON. :func:`open_text` turns a path into blocks of UTF-8
+bytes: it un-gzips, reads named pipes without hanging on one that nobody
+writes to, and turns the other encodings that the ``json`` module accepts
+(a UTF-8 byte order mark, UTF-16, UTF-32) into UTF-8, so that every parser
+downstream sees the same text.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import select
+import stat
+import zlib
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+BLOCK = 1 << 18  # bytes read (or un-gzipped) at a time
+FIFO_WAIT_S = 3.0  # how long a named pipe may stay silent before we say nobody writes to it
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+class TraceError(ValueError):
+    """The input is not a readable profiler trace; the message says why."""
+
+
+def open_text(path: Path) -> tuple[Iterator[bytes], Callable[[], None]]:
+    """The file's JSON text as UTF-8 blocks, and a function that closes the file."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise TraceError(f"{path}: no such file") from None
+    except OSError as e:
+        raise TraceError(f"{path}: cannot be read ({e.strerror or e})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise TraceError(f"{path}: is a directory, not a trace file")
+    try:
+        f = _open_pipe(path) if stat.S_ISFIFO(st.st_mode) else open(path, "rb")
+    except OSError as e:
+        raise TraceError(f"{path}: cannot be read ({e.strerror or e})") from None
+    blocks = _utf8(path, _raw_blocks(path, f))
+
+    def close() -> None:
+        blocks.close()
+        f.close()
+
+    return blocks, close
+
+
+def _open_pipe(path: Path) -> Any:
+    """A pipe opened for reading, without an endless wait on a named pipe that nothing writes to.
+
+    ``<(zcat t.json.gz)`` is an anonymous pipe: its writer was there from the
+    start, and reading waits for it as long as it writes. A named pipe
+    (``mkfifo``) would block ``open`` and ``read`` forever without a writer:
+    it gets FIFO_WAIT_S seconds to bring its first bytes.
+    """
+    if not hasattr(os, "O_NONBLOCK"):  # pragma: no cover - Windows has no named pipes in the file system
+        return open(path, "rb")
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # returns at once, writer or not
+    try:
+        try:
+            anonymous = os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:")
+        except OSError:  # no /proc: take it for a named pipe
+            anonymous = False
+        if not anonymous:
+            poller = select.poll()
+            poller.register(fd, select.POLLIN | select.POLLHUP)
+            if not poller.poll(int(FIFO_WAIT_S * 1000)):
+                raise TraceError(f"{path}: nothing was written to this named pipe for {FIFO_WAIT_S:g} s: "
+                                 "start the program that writes the trace first (or pass <(command) instead)")
+        os.set_blocking(fd, True)  # from here on, wait for the writer's data as for a file's
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _raw_blocks(path: Path, f: Any) -> Iterator[bytes]:
+    """The file's bytes, un-gzipped when they are gzip, about BLOCK bytes at a time."""
+    try:
+        first = f.read(BLOCK)
+        if first[:2] != _GZIP_MAGIC:
+            if path.suffix == ".gz":
+                raise TraceError(f"{path}: the name ends in .gz but the file is not gzip-compressed")
+            block = first
+            while block:
+                yield block
+                block = f.read(BLOCK)
+            return
+        d = zlib.decompressobj(31)
+        pending = first
+        while True:
+            if d.eof:  # the end of one gzip member: another may follow
+                rest = d.unused_data
+                while len(rest) < 2:
+                    more = f.read(BLOCK)
+                    if not more:
+                        break
+                    rest += more
+                if not rest.strip(b"\0"):
+                    if not f.read(BLOCK).strip(b"\0"):
+                        return
+                    raise zlib.error("data after the end of the gzip stream")
+                if rest[:2] != _GZIP_MAGIC:
+                    raise zlib.error("data after the end of the gzip stream")
+                d = zlib.decompressobj(31)
+                pending = rest
+            if not pending:
+                pending = f.read(BLOCK)
+                if not pending:
+                    tail = d.flush()
+                    if tail:
+                        yield tail
+                    if not d.eof:
+                        raise EOFError("the compressed stream ends before its end marker")
+                    return
+            out = d.decompress(pending, BLOCK)
+            pending = d.unconsumed_tail
+            if out:
+                yield out
+    except (zlib.error, EOFError) as e:
+        raise TraceError(f"{path}: gzip data is damaged or cut short ({e})") from None
+    except OSError as e:
+        raise TraceError(f"{path}: cannot be read ({e.strerror or e})") from None
+
+
+def _encoding(head: bytes) -> str:
+    """The encoding of JSON text from its first bytes, as ``json.loads`` decides it for bytes."""
+    if head.startswith((codecs.BOM_UTF32_BE, codecs.BOM_UTF32_LE)):
+        return "utf-32"
+    if head.startswith((codecs.BOM_UTF16_BE, codecs.BOM_UTF16_LE)):
+        return "utf-16"
+    if head.startswith(codecs.BOM_UTF8):
+        return "utf-8-sig"
+    if len(head) >= 4:
+        if not head[0]:
+            return "utf-16-be" if head[1] else "utf-32-be"
+        if not head[1]:
+            return "utf-16-le" if head[2] or head[3] else "utf-32-le"
+    elif len(head) == 2:
+        if not head[0]:
+            return "utf-16-be"
+        if not head[1]:
+            return "utf-16-le"
+    return "utf-8"
+
+
+def _utf8(path: Path, blocks: Iterator[bytes]) -> Iterator[bytes]:
+    """The text as UTF-8: a byte order mark dropped, UTF-16 and UTF-32 re-encoded, as the json module reads them."""
+    head = b""
+    for head in blocks:
+        if len(head) >= 4:
+            break
+        more = next(blocks, b"")
+        head += more
+        if not more or len(head) >= 4:
+            break
+    enc = _encoding(head)
+    if enc == "utf-8":
+        if head:
+            yield head
+        yield from blocks
+        return
+    if enc == "utf-8-sig":
+        yield head[3:]
+        yield from blocks
+        return
+    # A text of zero bytes reads as UTF-32 here, as in the json module: it fails at its first character.
+    dec = codecs.getincrementaldecoder(enc)("surrogatepass")
+    try:
+        for b in _chain(head, blocks):
+            yield dec.decode(b).encode("utf-8", "surrogatepass")
+        yield dec.decode(b"", final=True).encode("utf-8", "surrogatepass")
+    except UnicodeDecodeError as e:
+        raise TraceError(f"{path}: the file is not valid {enc.upper()} text ({e.reason})") from None
+
+
+def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
+    yield first
+    yield from rest
