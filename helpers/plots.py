@@ -400,3 +400,35 @@ def lines(series: dict[str, Sequence[float]], *, title: str = "", ylabel: str = 
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def memory_timeline(samples: Sequence, steps: Sequence = (), *, title: str = "", ax=None):
+    """Allocated and reserved memory after each allocator event (``.ts_us .allocated .reserved``), steps shaded."""
+    plt = _plt()
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(11, 3.8))
+    else:
+        fig = ax.figure
+    if not samples:
+        ax.text(0.5, 0.5, "this trace holds no memory events (profile_memory was off?)", ha="center",
+                va="center", transform=ax.transAxes)
+        ax.set_title(title, fontsize=10)
+        return fig
+    t0 = samples[0].ts_us
+    ts = [(s.ts_us - t0) / 1e3 for s in samples]
+    mib = 2 ** 20
+    ax.step(ts, [s.allocated / mib for s in samples], where="post", lw=1, color="#3182bd", label="allocated")
+    ax.step(ts, [s.reserved / mib for s in samples], where="post", lw=1.2, color="#e6550d", label="reserved")
+    for n, st in enumerate(steps):
+        lo, hi = (st.start_us - t0) / 1e3, (st.start_us + st.dur_us - t0) / 1e3
+        if hi < ts[0] or lo > ts[-1]:
+            continue
+        ax.axvspan(lo, hi, color="#bbbbbb" if n % 2 else "#dddddd", alpha=0.35, lw=0)
+    ax.set_xlabel("time (ms) from the first memory event; grey bands are profiler steps")
+    ax.set_ylabel("MiB")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=8, loc="lower right")
+    ax.grid(alpha=0.3)
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig
