@@ -99,6 +99,33 @@ def recorded(name: str = "base") -> RankRun:
     return RankRun(name, folder, f"recorded on 2 x {ref.gpu} (nccl), {ref.date}", "nccl")
 
 
+def run_info(r: RankRun) -> dict:
+    """What the run recorded about itself (``run.json``: model size, gradient bytes, bucket cap, backend, versions)."""
+    import json
+
+    path = r.folder / "run.json"
+    if not path.is_file():
+        raise NotRecorded(f"{r.folder} has no run.json: record the pair again (python -m helpers.ddp record)")
+    return json.loads(path.read_text())
+
+
+def gpu_count() -> int:
+    """GPUs this process can see (0 without torch's CUDA)."""
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def pair(name: str = "base") -> RankRun:
+    """Notebook 15's two ranks: run now on two GPUs when the series runs live and has them, else the recorded pair."""
+    from .mode import environment
+
+    e = environment()
+    if e.live and gpu_count() >= 2:
+        return run(name)
+    return recorded(name)
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m helpers.ddp record``: record every scenario on this machine's GPUs into the reference set."""
     import json
