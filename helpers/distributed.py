@@ -24,8 +24,8 @@ The definitions, all computed from the traces:
 * **clock**: events are placed on one clock across ranks when every trace
   says where its clock starts: ``baseTimeNanoseconds`` (newer Kineto: times
   are relative to it) or timestamps that are themselves microseconds since
-  1970 (older traces, no base). Otherwise ranks are compared only through
-  what needs no shared clock (time inside matched collectives).
+  1970 (older traces, no base). Otherwise collectives cannot be matched
+  across ranks: the ranks are compared row by row only.
 
 Imports neither torch nor pandas.
 """
@@ -77,7 +77,7 @@ class Collective:
 
     op: str  # what it is, the same word on every rank: "allreduce", "alltoall", "allgather"...
     name: str  # the kernel's name
-    start_us: float  # on the folder's shared clock when there is one (see Ranks.clock), else the rank's own
+    start_us: float  # on the folder's shared clock when there is one (see Ranks.clock), else the trace's own
     dur_us: float
     stream: Any
 
@@ -105,9 +105,10 @@ class RankRow:
     exposed_us: float  # collective time (in the window) with no compute running
     verdict: str | None  # "communication-bound", else facts.balance's verdict on compute only
     compute_verdict: str | None  # facts.balance's verdict alone
+    # Across ranks (None with one rank, or with no shared clock):
     wait_us: float | None = None  # inside matched collectives, beyond the quickest rank's time
-    last_arrivals: int | None = None  # matched collectives it entered last, beyond noise (shared clock only)
-    median_late_us: float | None = None  # median delay of its entry behind the first rank's (shared clock only)
+    last_arrivals: int | None = None  # matched collectives it entered last, beyond noise
+    median_late_us: float | None = None  # median delay of its entry behind the first rank's
 
     @property
     def exposed_share(self) -> float | None:
@@ -211,31 +212,23 @@ class Match:
         return [s + d for s, d in zip(self.starts_us, self.durs_us)]
 
 
-def match(per_rank: list[list[Collective]], shared_clock: bool) -> tuple[list[Match], list[int]]:
+def match(per_rank: list[list[Collective]]) -> tuple[list[Match], list[int]]:
     """The collectives found on every rank, and how many of each rank's were left unmatched.
 
-    The n-th collective of an operation on one rank is the n-th of that
-    operation on the others, with one check when the clock is shared: the
+    The starts must be on one clock. The n-th collective of an operation on
+    one rank is the n-th of that operation on the others, with one check: the
     same collective runs on every rank at one moment at least (no rank can
     finish an all-reduce, all-gather or all-to-all before every rank has
     entered it), so the kernels must overlap in time. When the first
     unmatched kernels of each rank do not all overlap, the one that ends
     first has no partner on some rank (that rank's recording started later,
     or a sampled trace left it out): it is set aside, and the walk goes on.
-    Without a shared clock there is no such check: ranks are matched by
-    order only when each has as many of each operation as the others.
     """
     n = len(per_rank)
     unmatched = [0] * n
     out: list[Match] = []
     for op in sorted({c.op for cs in per_rank for c in cs}):
         queues = [[c for c in cs if c.op == op] for cs in per_rank]
-        if not shared_clock:
-            if len({len(q) for q in queues}) == 1:
-                out += [Match(op, [c.start_us for c in group], [c.dur_us for c in group]) for group in zip(*queues)]
-            else:
-                unmatched = [u + len(q) for u, q in zip(unmatched, queues)]
-            continue
         pos = [0] * n
         while all(p < len(q) for p, q in zip(pos, queues)):
             heads = [q[p] for p, q in zip(pos, queues)]
@@ -258,11 +251,11 @@ class Straggler:
     rank: int | None  # None: one rank, too few matched collectives, or within noise
     reason: str
     wait_us: list[float]  # per rank (Ranks.ranks order): time inside matched collectives beyond the quickest rank
-    last_arrivals: list[int] | None  # per rank: matched collectives it entered last, beyond noise (shared clock only)
+    last_arrivals: list[int] | None  # per rank: matched collectives it entered last, beyond noise
     median_late_us: list[float] | None  # per rank: median delay of its entry behind the first rank
 
 
-def find_straggler(ranks: list[int], matched: list[Match], shared_clock: bool) -> Straggler:
+def find_straggler(ranks: list[int], matched: list[Match]) -> Straggler:
     """The straggler: the rank the others wait for, or None with the reason.
 
     The method: in each matched collective, the rank that enters last (its
@@ -280,11 +273,12 @@ def find_straggler(ranks: list[int], matched: list[Match], shared_clock: bool) -
        one late arrival (a pause, the profiler stopping) does not make a
        straggler, a lead that holds across the steps does; else the ranks
        are within noise;
-    3. with a shared clock, it also entered last, by more than
-       :data:`NOISE_PER_COLLECTIVE_US` after the first rank, in more than
-       half of the matched collectives; else waiting and arrival do not point
-       at one rank. Without a shared clock the order of arrival is unknown:
-       only 1 and 2 are checked, and the reason says so.
+    3. it also entered last, by more than :data:`NOISE_PER_COLLECTIVE_US`
+       after the first rank, in more than half of the matched collectives;
+       else waiting and arrival do not point at one rank.
+
+    Matching needs the ranks on one clock (:func:`match`); without one,
+    :func:`read_ranks` compares the ranks row by row only.
     """
     n = len(ranks)
     wait = [0.0] * n
@@ -302,8 +296,8 @@ def find_straggler(ranks: list[int], matched: list[Match], shared_clock: bool) -
         k = max(range(n), key=lambda x: m.starts_us[x])
         if m.starts_us[k] - first > NOISE_PER_COLLECTIVE_US:
             last[k] += 1
-    lasts = last if shared_clock and matched else None
-    lates = [statistics.median(x) for x in late] if shared_clock and matched else None
+    lasts = last if matched else None
+    lates = [statistics.median(x) for x in late] if matched else None
 
     def none(reason: str) -> Straggler:
         return Straggler(None, reason, wait, lasts, lates)
@@ -327,9 +321,6 @@ def find_straggler(ranks: list[int], matched: list[Match], shared_clock: bool) -
                     f"(a straggler needs {NOISE_SHARE:.0%} and {NOISE_PER_COLLECTIVE_US:g} us)")
     waited = (f"{they} waited {us(gain)} more than {who} inside the same {len(matched)} collectives "
               f"({us(typical)} in the median one)")
-    if not shared_clock:
-        return Straggler(ranks[c], f"{waited}; the traces share no clock, so the order of arrival is not known",
-                         wait, lasts, lates)
     assert lasts is not None and lates is not None
     if 2 * lasts[c] <= len(matched):
         return none(f"{who} waits least, but entered last in only {lasts[c]} of {len(matched)} matched collectives: "
@@ -457,8 +448,11 @@ def read_ranks(folder: str | Path, read: Callable[[Path], Trace] = read_trace) -
     backend = next((i.get("backend") for i in infos if isinstance(i, dict) and isinstance(i.get("backend"), str)), None)
     world = next((w for w in (world_size_of(t) for _, t in loaded) if w), None)
     del loaded  # the traces: only rows and collectives are kept
-    matched, unmatched = match(per_rank, shared) if len(rows) > 1 else ([], [0] * len(rows))
-    st = find_straggler([r.rank for r in rows], matched, shared)
+    matched, unmatched = match(per_rank) if shared and len(rows) > 1 else ([], [0] * len(rows))
+    st = find_straggler([r.rank for r in rows], matched)
+    if not shared and len(rows) > 1:
+        st.reason = ("the traces share no clock (a trace has neither baseTimeNanoseconds nor wall-clock "
+                     "timestamps): collectives cannot be matched across ranks, so the comparison is per rank only")
     for k, row in enumerate(rows):
         if len(rows) > 1 and matched:
             row.wait_us = st.wait_us[k]
@@ -512,8 +506,8 @@ def ranks_text(r: Ranks, top: int = 10) -> str:
     world = f" of a world of {r.world_size}" if r.world_size else ""
     backend = f" ({r.backend})" if r.backend else ""
     clock = (f"one clock for all ranks ({r.clock})" if r.clock else
-             "no shared clock (a trace says neither baseTimeNanoseconds nor wall-clock time): "
-             "ranks compared by time inside collectives only")
+             "no shared clock (a trace gives neither baseTimeNanoseconds nor wall-clock timestamps): "
+             "ranks compared row by row only")
     out = [f"folder: {r.folder}", f"ranks: {len(r.ranks)}{world}{backend}; {clock}"]
     out.append("")
     out.append(f"  {'rank':>4}  {'GPU busy':>10}  {'idle':>6}  {'compute':>10}  {'collectives':>11}  "
