@@ -388,7 +388,30 @@ def _is_json_name(p: Path) -> bool:
     return p.name.endswith((".json", ".json.gz"))
 
 
-def read_ranks(folder: str | Path, read: Callable[[Path], Trace] = read_trace) -> Ranks:
+@dataclass
+class _Rank:
+    """What is kept of one rank's trace once it is read: the trace itself is let go."""
+
+    rank: int
+    path: Path
+    world_size: int | None
+    backend: str | None
+    has_base: bool
+    origin_us: float | None  # clock_origin_us
+    window: tuple[float, float] | None  # the trace's own times
+    row: RankRow
+    collectives: list[Collective]  # on the trace's own clock until read_ranks shifts them
+
+
+def _load(t: Trace, rank: int) -> _Rank:
+    info = t.meta.get("distributedInfo")
+    backend = info.get("backend") if isinstance(info, dict) and isinstance(info.get("backend"), str) else None
+    row, coll = rank_facts(t, rank)
+    return _Rank(rank, t.path, world_size_of(t), backend, t.base_time_ns is not None, clock_origin_us(t),
+                 facts.window(t) if len(t) else None, row, coll)
+
+
+def read_ranks(folder: str | Path) -> Ranks:
     """Read every rank trace in ``folder`` and compare the ranks.
 
     Files not named ``*.json`` or ``*.json.gz``, and JSON files that are not
@@ -396,7 +419,7 @@ def read_ranks(folder: str | Path, read: Callable[[Path], Trace] = read_trace) -
     :class:`TraceError`, with one line, for a folder with no rank trace left,
     and for traces that cannot be one job's: two with the same rank,
     different world sizes, a rank beyond the world size, or recordings that
-    do not overlap in time.
+    do not overlap in time. One trace is held in memory at a time.
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -407,14 +430,14 @@ def read_ranks(folder: str | Path, read: Callable[[Path], Trace] = read_trace) -
     skipped: list[tuple[str, str]] = []
     others = [p for p in files if not _is_json_name(p)]
     if others:
-        skipped.append((", ".join(p.name for p in others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else ""),
-                        "not named *.json or *.json.gz"))
-    loaded: list[tuple[int, Trace]] = []
+        more = f" and {len(others) - 3} more" if len(others) > 3 else ""
+        skipped.append((", ".join(p.name for p in others[:3]) + more, "not named *.json or *.json.gz"))
+    loaded: list[_Rank] = []
     for p in files:
         if not _is_json_name(p):
             continue
         try:
-            t = read(p)
+            t = read_trace(p)
         except TraceError as e:
             skipped.append((p.name, str(e).replace(f"{p}: ", "")))
             continue
@@ -422,69 +445,63 @@ def read_ranks(folder: str | Path, read: Callable[[Path], Trace] = read_trace) -
         if r is None:
             skipped.append((p.name, "no rank: neither distributedInfo.rank nor 'rank<N>' in the file's name"))
             continue
-        loaded.append((r, t))
+        loaded.append(_load(t, r))
+        del t
     if not loaded:
         why = "; ".join(f"{name}: {reason}" for name, reason in skipped[:3])
         more = f"; and {len(skipped) - 3} more" if len(skipped) > 3 else ""
         raise TraceError(f"{folder}: no rank trace in the folder ({why}{more})")
     _check_one_job(folder, loaded)
-    loaded.sort(key=lambda x: x[0])
-    origins = [clock_origin_us(t) for _, t in loaded]
-    shared = all(o is not None for o in origins)
+    loaded.sort(key=lambda x: x.rank)
+    origins = [x.origin_us for x in loaded]
     clock = None
-    if shared:
-        clock = ("baseTimeNanoseconds" if all(t.base_time_ns is not None for _, t in loaded) else
-                 "wall-clock timestamps" if all(t.base_time_ns is None for _, t in loaded) else
+    if all(o is not None for o in origins):
+        clock = ("baseTimeNanoseconds" if all(x.has_base for x in loaded) else
+                 "wall-clock timestamps" if not any(x.has_base for x in loaded) else
                  "baseTimeNanoseconds and wall-clock timestamps")
-        _check_overlap(folder, loaded, origins)  # type: ignore[arg-type]
-    zero = min(origins) if shared else 0.0  # type: ignore[type-var]
-    rows: list[RankRow] = []
-    per_rank: list[list[Collective]] = []
-    for (r, t), o in zip(loaded, origins):
-        row, coll = rank_facts(t, r, (o - zero) if shared else 0.0)  # type: ignore[operator]
-        rows.append(row)
-        per_rank.append(coll)
-    infos = [t.meta.get("distributedInfo") for _, t in loaded]
-    backend = next((i.get("backend") for i in infos if isinstance(i, dict) and isinstance(i.get("backend"), str)), None)
-    world = next((w for w in (world_size_of(t) for _, t in loaded) if w), None)
-    del loaded  # the traces: only rows and collectives are kept
-    matched, unmatched = match(per_rank) if shared and len(rows) > 1 else ([], [0] * len(rows))
+        _check_overlap(folder, loaded)
+        zero = min(x.origin_us for x in loaded if x.origin_us is not None)
+        for x in loaded:
+            shift = x.origin_us - zero if x.origin_us is not None else 0.0
+            for c in x.collectives:
+                c.start_us += shift
+    rows = [x.row for x in loaded]
+    matched, unmatched = (match([x.collectives for x in loaded]) if clock and len(rows) > 1
+                          else ([], [0] * len(rows)))
     st = find_straggler([r.rank for r in rows], matched)
-    if not shared and len(rows) > 1:
+    if clock is None and len(rows) > 1:
         st.reason = ("the traces share no clock (a trace has neither baseTimeNanoseconds nor wall-clock "
                      "timestamps): collectives cannot be matched across ranks, so the comparison is per rank only")
-    for k, row in enumerate(rows):
-        if len(rows) > 1 and matched:
+    if len(rows) > 1 and matched:
+        for k, row in enumerate(rows):
             row.wait_us = st.wait_us[k]
             row.last_arrivals = st.last_arrivals[k] if st.last_arrivals else None
             row.median_late_us = st.median_late_us[k] if st.median_late_us else None
+    world = next((x.world_size for x in loaded if x.world_size), None)
+    backend = next((x.backend for x in loaded if x.backend), None)
     return Ranks(str(folder), rows, world, backend, clock, matched,
                  {row.rank: u for row, u in zip(rows, unmatched)}, st, skipped)
 
 
-def _check_one_job(folder: Path, loaded: list[tuple[int, Trace]]) -> None:
+def _check_one_job(folder: Path, loaded: list[_Rank]) -> None:
     seen: dict[int, Path] = {}
-    for r, t in loaded:
-        if r in seen:
-            raise TraceError(f"{folder}: two traces claim rank {r} ({seen[r].name} and {t.path.name}): "
+    for x in loaded:
+        if x.rank in seen:
+            raise TraceError(f"{folder}: two traces claim rank {x.rank} ({seen[x.rank].name} and {x.path.name}): "
                              "not one job's ranks")
-        seen[r] = t.path
-    sizes = {(world_size_of(t), t.path.name) for _, t in loaded if world_size_of(t) is not None}
+        seen[x.rank] = x.path
+    sizes = sorted({(x.world_size, x.path.name) for x in loaded if x.world_size is not None})
     if len({w for w, _ in sizes}) > 1:
-        (w1, f1), (w2, f2) = sorted(sizes)[0], sorted(sizes)[-1]
+        (w1, f1), (w2, f2) = sizes[0], sizes[-1]
         raise TraceError(f"{folder}: ranks from different jobs: {f1} has a world size of {w1}, {f2} of {w2}")
-    for r, t in loaded:
-        w = world_size_of(t)
-        if w is not None and r >= w:
-            raise TraceError(f"{folder}: {t.path.name} is rank {r}, beyond its world size of {w}")
+    for x in loaded:
+        if x.world_size is not None and x.rank >= x.world_size:
+            raise TraceError(f"{folder}: {x.path.name} is rank {x.rank}, beyond its world size of {x.world_size}")
 
 
-def _check_overlap(folder: Path, loaded: list[tuple[int, Trace]], origins: list[float]) -> None:
-    spans = []
-    for (r, t), o in zip(loaded, origins):
-        if len(t):
-            lo, hi = facts.window(t)
-            spans.append((o + lo, o + hi, r))
+def _check_overlap(folder: Path, loaded: list[_Rank]) -> None:
+    spans = [(x.origin_us + x.window[0], x.origin_us + x.window[1], x.rank) for x in loaded
+             if x.window is not None and x.origin_us is not None]
     if len(spans) < 2:
         return
     a = min(spans, key=lambda s: s[1])  # the recording that ends first
@@ -559,7 +576,7 @@ def _finding(*args: Any) -> "Finding":
     return Finding(*args)
 
 
-def _communication_bound(rows: list[RankRow]) -> "Finding | None":
+def _communication_bound(rows: list[RankRow], folder: bool = True) -> "Finding | None":
     from .diagnose import ISSUE
 
     bound = [x for x in rows if x.verdict == COMMUNICATION_BOUND]
@@ -570,8 +587,10 @@ def _communication_bound(rows: list[RankRow]) -> "Finding | None":
           f"{'' if x.compute_verdict is None else ', ' + x.compute_verdict + ' on its own'})" for x in bound]
     return _finding("communication-bound", "Waiting on communication: the GPU spends more time in collectives alone "
                     "than computing", ISSUE, ev,
-                    "find out how much of it is waiting for another rank (diagnose the folder of every rank's trace: "
-                    "the straggler rule) and how much is transfer; overlap collectives with compute (DDP launches "
+                    "find out how much of it is waiting for another rank "
+                    + ("(the straggler finding, if any, says who and how long) " if folder else
+                       "(diagnose the folder of every rank's trace: the straggler rule) ")
+                    + "and how much is transfer; overlap collectives with compute (DDP launches "
                     f"each bucket's all-reduce during the backward pass: {_DDP}); send fewer or larger messages", "-")
 
 
@@ -636,4 +655,4 @@ def _trace_rows(c: "Context") -> list[RankRow]:
 
 def trace_rules() -> list[Callable[["Context"], "Finding | None"]]:
     """The rules that read one rank's trace alone, for :func:`helpers.diagnose.diagnose`."""
-    return [lambda c: _communication_bound(_trace_rows(c)), lambda c: _low_overlap(_trace_rows(c))]
+    return [lambda c: _communication_bound(_trace_rows(c), folder=False), lambda c: _low_overlap(_trace_rows(c))]
