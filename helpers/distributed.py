@@ -644,6 +644,8 @@ def _who(x: RankRow) -> str:
 def _trace_rows(c: "Context") -> list[RankRow]:
     """The trace's own row, once per context (both rules read it), or none without collectives."""
     rows = getattr(c, "_rank_rows", None)
+    if rows is None and not c.summary.balance.collective_us:
+        rows = []  # no collectives (every single-GPU run): nothing more to compute
     if rows is None:
         t = c.trace
         rank = rank_of(t)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -346,3 +348,23 @@ def test_gzip_and_plain_read_alike(tmp_path):
     a, b = D.read_ranks(tmp_path), D.read_ranks(RANKS / "h200x2-straggler")
     assert a.to_json()["ranks"][0]["exposed_us"] == b.to_json()["ranks"][0]["exposed_us"]
     assert a.straggler.rank == b.straggler.rank == 1
+
+
+def test_folder_output_is_strict_json_and_needs_no_heavy_imports(pair):
+    def no_constants(word):
+        raise ValueError(f"{word} in the output")
+
+    out = cli("summarize", pair, "--json")
+    doc = json.loads(out.stdout, parse_constant=no_constants)
+    assert doc["matched_end_spread_us"] < 400
+    json.loads(cli("diagnose", pair, "--json").stdout, parse_constant=no_constants)
+    code = ("import sys, helpers.__main__ as m; m.main(['summarize', %r]); m.main(['diagnose', %r]); "
+            "print(*(x in sys.modules for x in ('torch', 'pandas', 'matplotlib', 'ipywidgets')))" % (str(pair), str(pair)))
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert p.stdout.strip().splitlines()[-1] == "False False False False"
+
+
+def test_top_limits_the_matched_table(pair):
+    text = cli("summarize", pair, "--top", "2").stdout
+    assert "matched collectives, in time order (2 of 5)" in text
+    assert "matched collectives, in time order" not in cli("summarize", pair, "--top", "0").stdout
