@@ -74,7 +74,8 @@ def _files(paths: Iterable[str | Path], left_out: list[str]) -> list[Path]:
     found: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            inside = sorted(q for q in p.rglob("*.json") if q.is_file())
+            # By path parts: a folder's files before its neighbours' whatever the Python's path order.
+            inside = sorted((q for q in p.rglob("*.json") if q.is_file()), key=lambda q: q.relative_to(p).parts)
             if not inside:
                 left_out.append(f"{p}: a folder with no .json file in it")
             found += inside
