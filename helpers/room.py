@@ -273,11 +273,16 @@ class Question:
         distinct = sorted(set(values) | set(tvalues))
         if len(distinct) <= 8:
             return [Row(fmt(v), values.count(v), tvalues.count(v)) for v in distinct]
-        edges = _edges(min(distinct), max(distinct))
-        rows = [Row(f"{fmt(lo)} to {fmt(hi)}", 0) for lo, hi in zip(edges, edges[1:])]
+        positive = [v for v in distinct if v > 0]
+        # Zeros beside answers that span decades: a row of their own, and the decades on a log scale.
+        apart = len(positive) < len(distinct) and len(positive) >= 2 and positive[-1] / positive[0] > 20
+        edges = _edges(positive[0], positive[-1]) if apart else _edges(distinct[0], distinct[-1])
+        rows = ([Row("0 or less", 0)] if apart else []) + [Row(f"{fmt(lo)} to {fmt(hi)}", 0)
+                                                           for lo, hi in zip(edges, edges[1:])]
         for vs, attr in ((values, "count"), (tvalues, "traces")):
             for v in vs:
-                i = min(sum(1 for e in edges[1:-1] if v >= e), len(rows) - 1)
+                i = 0 if apart and v <= 0 else (
+                    int(apart) + min(sum(1 for e in edges[1:-1] if v >= e), len(edges) - 2))
                 setattr(rows[i], attr, getattr(rows[i], attr) + 1)
         return rows
 
@@ -330,20 +335,39 @@ class Question:
     def _value(self, v: Any) -> str:
         return f"{fmt(v)}{self._unit}" if self.numeric and _is_number(v) else f'"{v}"'
 
+    def agrees(self) -> bool | None:
+        """Whether the room's most common answer is what the trace showed (None: no trace's answer, or a tie)."""
+        t = self.traces()
+        if self.numeric or len(t) != 1 or not self.said().startswith("most of you"):
+            return None
+        return self.said().split('"')[1] == str(t[0][0])
+
     def headline(self) -> str:
         """The line to open the discussion with: "Most of you said X (7 of 12); the trace says Y (GPU)."."""
         said, t = self.said(), self.traces()
-        if not self.numeric and len(t) == 1 and said.startswith("most of you") and said.split('"')[1] == str(t[0][0]):
+        if self.agrees():
             return f"{said[0].upper()}{said[1:]}, and so does the trace ({', '.join(t[0][2])}{self._known()})."
         return f"{said[0].upper()}{said[1:]}; {self.trace_says()}."
 
 
 def _edges(lo: float, hi: float, bins: int = 6) -> list[float]:
-    """Bin edges from ``lo`` to ``hi``: logarithmic when the answers span more than 20x, else even."""
+    """Round bin edges that cover ``lo`` to ``hi``: 1-2-5 per decade (or whole decades) when the values span
+    more than 20x, else about ``bins`` even steps of 1, 2 or 5 times a power of ten."""
     if lo > 0 and hi / lo > 20:
-        a, b = math.log10(lo), math.log10(hi)
-        return [10 ** (a + (b - a) * i / bins) for i in range(bins + 1)]
-    return [lo + (hi - lo) * i / bins for i in range(bins + 1)]
+        k0, k1 = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+        for steps in ((1, 2, 5), (1,)):
+            grid = sorted(m * 10.0 ** k for k in range(k0, k1 + 1) for m in steps)
+            start, end = max(e for e in grid if e <= lo), min(e for e in grid if e >= hi)
+            edges = [e for e in grid if start <= e <= end]
+            if len(edges) <= 10:
+                break
+        return edges
+    raw = (hi - lo) / bins or 1.0
+    mag = 10.0 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    start = math.floor(lo / step) * step
+    n = max(1, math.ceil((hi - start) / step - 1e-9))
+    return [start + i * step for i in range(n + 1)]
 
 
 def _order(qid: str, journals: list[Journal]) -> tuple[str, float]:
@@ -456,11 +480,15 @@ _STYLE = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:60em;margin:1.5em auto;padding:0 1em;color:#222}
 h1{font-size:1.5em;margin-bottom:.2em} h2{font-size:1.1em;margin:0 0 .3em}
 section{border-top:1px solid #ddd;padding:1em 0}
-.headline{font-size:1.15em;border-left:5px solid #1a7f37;padding:.3em .7em;background:#f3f8f4}
+.headline{font-size:1.15em;border-left:5px solid #888;padding:.3em .7em;background:#f5f5f5}
+.headline.agree{border-color:#1a7f37;background:#f3f8f4} .headline.differ{border-color:#b35900;background:#fcf5ee}
 .meta,.note{color:#555;font-size:.9em} code{background:#f2f2f2;padding:0 .2em}
 table{border-collapse:collapse;font-size:.9em} td,th{padding:.15em .6em;text-align:left;border-bottom:1px solid #eee}
 td.n{text-align:right} tr.trace td{color:#1a7f37;font-weight:600}
 """
+
+
+_CLASS = {True: "agree", False: "differ", None: ""}  # the headline's colour: the room against the trace
 
 
 def page(g: Gathered, qs: list[Question], title: str = "How the room predicted") -> str:
@@ -497,7 +525,7 @@ def page(g: Gathered, qs: list[Question], title: str = "How the room predicted")
                  f"</tr>{body}</table>{quart}")
         parts.append(
             f"<section id='{e(q.qid)}'><h2><code>{e(q.qid)}</code> {e(q.prompt or '(no prompt: older journals only)')}"
-            f"</h2><p class='headline'>{e(q.headline())}</p>"
+            f"</h2><p class='headline {_CLASS[q.agrees()]}'>{e(q.headline())}</p>"
             + (f"<img src='{chart}' alt='{e(q.qid)}: answers per choice'>" if chart else "")
             + f"<p class='meta'>{len(q.answers)} answered. {e(held)}</p>"
             # With a chart the table only repeats it in numbers: folded, so the page projects as charts.

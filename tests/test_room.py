@@ -227,7 +227,7 @@ class _Page(HTMLParser):
         if tag == "section":
             self._cur = self.sections.setdefault(a["id"], {"headline": "", "img": [], "rows": []})
         elif self._cur is not None:
-            if tag == "p" and a.get("class") == "headline":
+            if tag == "p" and a.get("class", "").split()[:1] == ["headline"]:
                 self._in = "headline"
             elif tag == "img":
                 self._cur["img"].append(a["src"])
