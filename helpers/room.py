@@ -169,8 +169,8 @@ def gather(paths: Iterable[str | Path]) -> Gathered:
         kept.append(newest)
         for j in same:
             if j is not newest:
-                left_out.append(f"{j.path}: {j.learner} twice: kept {newest.path} (the newer, {newest.latest or '?'}), "
-                                f"left out this one ({j.latest or '?'})")
+                left_out.append(f"{j.path}: {j.learner} twice: kept {newest.path} (the newer, "
+                                f"{newest.latest[:19] or '?'}), left out this one ({j.latest[:19] or '?'})")
     kept.sort(key=lambda j: j.learner.casefold())
     notes = []
     for j in kept:
@@ -304,11 +304,15 @@ class Question:
             if n < 4:
                 return f"you said {', '.join(fmt(v) for v in sorted(float(a.answer) for a in self.answers))}{self._unit}"
             return f"half of you said {fmt(q1)} to {fmt(q3)}{self._unit} (median {fmt(med)})"
-        counts = Counter(str(a.answer) for a in self.answers).most_common()
-        top = [c for c, k in counts if k == counts[0][1]]
+        top, k = self._top()
         if len(top) == 1:
-            return f'{"most of you" if n > 1 else "the one answer"} said "{top[0]}" ({counts[0][1]} of {n})'
-        return f'you were split: {" / ".join(chr(34) + c + chr(34) for c in top)} ({counts[0][1]} each of {n})'
+            return f'{"most of you" if n > 1 else "the one answer"} said "{top[0]}" ({k} of {n})'
+        return f'you were split: {" / ".join(chr(34) + c + chr(34) for c in top)} ({k} each of {n})'
+
+    def _top(self) -> tuple[list[str], int]:
+        """The answers given most often (several when tied), and how often."""
+        counts = Counter(str(a.answer) for a in self.answers).most_common()
+        return [c for c, k in counts if k == counts[0][1]], counts[0][1]
 
     def _known(self) -> str:
         """", from the 3 of 12 journals that say" when only some journals say what their trace showed."""
@@ -338,9 +342,9 @@ class Question:
     def agrees(self) -> bool | None:
         """Whether the room's most common answer is what the trace showed (None: no trace's answer, or a tie)."""
         t = self.traces()
-        if self.numeric or len(t) != 1 or not self.said().startswith("most of you"):
+        if self.numeric or len(t) != 1 or len(self._top()[0]) != 1:
             return None
-        return self.said().split('"')[1] == str(t[0][0])
+        return self._top()[0][0] == str(t[0][0])
 
     def headline(self) -> str:
         """The line to open the discussion with: "Most of you said X (7 of 12); the trace says Y (GPU)."."""
