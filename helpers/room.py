@@ -105,6 +105,22 @@ def learner_name(path: Path, data: dict[str, Any]) -> str:
     return stem
 
 
+_UNSHOWABLE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _scrub(x: Any) -> Any:
+    """``x`` with every string made safe to show: lone surrogates, control characters (a terminal's escape
+    sequences) and direction overrides written as escapes. A journal is the learner's file: anything may be in it."""
+    if isinstance(x, str):
+        x = x.encode("utf-8", "backslashreplace").decode("utf-8")
+        return _UNSHOWABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", x)
+    if isinstance(x, dict):
+        return {_scrub(k): _scrub(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_scrub(v) for v in x]
+    return x
+
+
 def _is_entry(key: str, value: Any) -> bool:
     return "." in key and not key.startswith("_") and isinstance(value, dict) and "answer" in value
 
@@ -124,6 +140,7 @@ def read_journal(path: Path) -> Journal | str:
         return f"{path}: broken, not valid JSON ({str(e).splitlines()[0] if str(e) else type(e).__name__})"
     if not isinstance(data, dict):
         return f"{path}: not a journal (a JSON {type(data).__name__}, not an object of predictions)"
+    data = _scrub(data)
     entries = {k: v for k, v in data.items() if _is_entry(k, v)}
     if not entries:
         if "traceEvents" in data:
@@ -210,7 +227,13 @@ class Row:
 
 
 def _is_number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    """A finite int or float (JSON's integers have no limit: one beyond a float's range is no number here)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return False
+    try:
+        return math.isfinite(x)
+    except OverflowError:
+        return False
 
 
 def fmt(x: Any) -> str:
@@ -380,6 +403,10 @@ def _order(qid: str, journals: list[Journal]) -> tuple[str, float]:
     return qid.split(".", 1)[0], statistics.mean(ranks) if ranks else 0.0
 
 
+def _text(x: Any) -> str | None:
+    return x if isinstance(x, str) and x else None
+
+
 def questions(g: Gathered, only: list[str] | None = None) -> list[Question]:
     """Every question answered in the journals (or those ``only`` names: a qid, or a notebook's number)."""
     qids = {q for j in g.journals for q in j.entries}
@@ -393,12 +420,12 @@ def questions(g: Gathered, only: list[str] | None = None) -> list[Question]:
     out = []
     for qid in sorted(qids, key=lambda q: _order(q, g.journals)):
         entries = [(j, j.entries[qid]) for j in g.journals if qid in j.entries]
-        described = sorted((e for _, e in entries if e.get("prompt")), key=lambda e: str(e.get("when", "")))
+        described = sorted((e for _, e in entries if _text(e.get("prompt"))), key=lambda e: str(e.get("when", "")))
         about = described[-1] if described else {}  # the newest wording, when learners ran different versions
         choices = about.get("choices")
         out.append(Question(
-            qid, about.get("prompt"), [str(c) for c in choices] if isinstance(choices, list) else None,
-            about.get("unit"), about.get("kind"),
+            qid, _text(about.get("prompt")), [str(c) for c in choices] if isinstance(choices, list) else None,
+            _text(about.get("unit")), _text(about.get("kind")),
             [Answer(j.learner, e.get("answer"), e.get("hit") if isinstance(e.get("hit"), bool) else None,
                     e.get("actual"), e.get("gpu")) for j, e in entries]))
     return out

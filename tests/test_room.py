@@ -355,3 +355,21 @@ def test_an_export_is_named_and_loads_as_the_journal(tmp_path, monkeypatch):
         journal.export("   ", where=src)
     with pytest.raises(ValueError, match="nothing to export"):
         journal.export("Ada", where=tmp_path / "empty.json")
+
+
+def test_a_hostile_journal_is_shown_escaped(tmp_path):
+    """A journal is the learner's file: terminal escapes, a lone surrogate, an integer beyond a float, NaN,
+    fields of the wrong type. The room shows them escaped, in the terminal and on the page, and carries on."""
+    bad = tmp_path / "eve.json"
+    bad.write_text('{"_journal": {"learner": "Eve\\u001b[31m\\u202e"}, '
+                   '"01.a\\u0007": {"answer": "\\ud800x", "hit": true, "when": "2026", "format": 2, "prompt": 7}, '
+                   '"01.b": {"answer": 1' + "0" * 400 + ', "hit": false, "format": 2, "unit": ["ms"]}, '
+                   '"01.c": {"answer": NaN, "hit": "yes", "actual": [1, {"a": 2}], "choices": "abc"}}')
+    page = tmp_path / "room.html"
+    out = cli("room", bad, "--html", page, env={"PYTHONIOENCODING": "ascii", "LC_ALL": "C"}, encoding="ascii")
+    assert out.returncode == 0, out.stderr
+    assert "\x1b" not in out.stdout and "\x07" not in out.stdout
+    assert "Eve\\u001b[31m\\u202e" in out.stdout and "01.a\\u0007  (no prompt" in out.stdout
+    assert "\\ud800x" in out.stdout and "1" + "0" * 400 in out.stdout
+    html = page.read_text(encoding="utf-8")
+    assert "\x1b" not in html and "\\ud800x" in html and html.count("<section") == 3
