@@ -99,6 +99,16 @@ def _diagnose(a: argparse.Namespace) -> int:
     return 0
 
 
+def _room(a: argparse.Namespace) -> int:
+    from .room import RoomError, run
+
+    try:
+        return run(a.paths, html_out=a.html, only=a.question)
+    except RoomError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
 def _printable_anywhere() -> None:
     """Names the terminal cannot show (a C locale, cp1252, a lone surrogate) come out escaped, not as a traceback."""
     for stream in (sys.stdout, sys.stderr):
@@ -119,6 +129,12 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("trace", help="a Chrome trace from torch.profiler (.json or .json.gz), or a folder of one per rank")
     d.add_argument("--json", action="store_true", help="a JSON list of findings instead of text")
     d.set_defaults(run=_diagnose)
+    r = sub.add_parser("room", help="the room's predictions: learners' journals per question, against the trace")
+    r.add_argument("paths", nargs="+", metavar="PATH", help="journal files, or folders to search for *.json")
+    r.add_argument("--html", metavar="OUT.html", help="also write the page with a bar chart per question")
+    r.add_argument("--question", action="append", metavar="QID",
+                   help="only this question (03.long-step) or notebook (03); repeat for more")
+    r.set_defaults(run=_room)
     pf = sub.add_parser("preflight", help="run every notebook here, headless, with a table and an HTML report",
                         add_help=False)
     pf.set_defaults(run=None)

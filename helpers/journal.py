@@ -4,13 +4,36 @@ One entry per question: what was predicted, whether it held, when. The end
 of each notebook reads it back to show hits and misses so far. The file is
 ``.predictions.json`` in the folder the notebooks run from, or wherever
 ``PROFILING_JOURNAL`` points (CI points it at a scratch file).
+
+The file is one JSON object, ``{qid: entry}``. An entry of format 2
+(:data:`FORMAT`) holds::
+
+    answer   what the learner locked in (a choice, or a number)
+    hit      True, False, or None where the reveal has no right or wrong
+    when     ISO time of the answer
+    format   2
+    prompt   the question as asked
+    choices  the choices offered (multiple choice only)
+    unit     the unit of a typed number (numeric questions only)
+    kind     "predict", or "task" for a Perfetto task
+    actual   what the trace showed: the choice it fell in, or the measured
+             value (only where the reveal reported it)
+    gpu      where the trace's GPU lanes came from ("NVIDIA H200", or
+             "NVIDIA H200 (recorded)"), when known
+
+Format 1 (before these fields) held only ``answer``, ``hit`` and ``when``;
+it still loads. Keys that start with ``_`` are not questions: an exported
+copy (:func:`export`) carries ``"_journal": {"format", "learner", "exported"}``.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
+import numbers
 import os
+import re
 import tempfile
 import warnings
 from dataclasses import dataclass
@@ -18,6 +41,9 @@ from pathlib import Path
 from typing import Any
 
 JOURNAL_VAR = "PROFILING_JOURNAL"
+EXPORT_VAR = "PROFILING_EXPORT"  # the folder exported copies go to; unset: exported-journals/ beside the notebooks
+FORMAT = 2  # the entry format record() writes (see the module's docstring); entries without "format" are 1
+META = "_journal"  # an exported copy's own facts: format, learner, when exported
 
 
 class JournalWarning(UserWarning):
@@ -73,35 +99,113 @@ def load(where: Path | None = None) -> dict[str, dict[str, Any]]:
 
     A journal that is not valid JSON is moved aside (``.predictions.broken-<time>.json``)
     with a warning, and reads as empty; one that cannot be read at all warns
-    and reads as empty, and is left as it is.
+    and reads as empty, and is left as it is. Keys that start with ``_``
+    (an exported copy's ``_journal``) are not predictions and are left out.
     """
     try:
-        return _read(where or path())
+        data = _read(where or path())
     except _Unusable as e:
         warnings.warn(str(e), JournalWarning, stacklevel=2)
         return {}
+    return {k: v for k, v in data.items() if not k.startswith("_")}
 
 
-def record(qid: str, answer: Any, hit: bool | None, where: Path | None = None) -> None:
-    """Store one prediction, replacing an earlier answer to the same question."""
+def plain(value: Any) -> Any:
+    """``value`` as JSON keeps it: numpy and torch numbers become int or float, NaN and infinity None."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        v = float(value)
+        return v if math.isfinite(v) else None
+    if hasattr(value, "item"):  # a 0-d tensor or array
+        try:
+            return plain(value.item())
+        except (TypeError, ValueError):
+            pass
+    return str(value)
+
+
+def _write(p: Path, data: dict[str, Any]) -> None:
+    """Write beside and rename, so that a crash never leaves half a journal."""
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".predictions-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1, default=str)
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def record(qid: str, answer: Any, hit: bool | None, where: Path | None = None, *, actual: Any = None,
+           prompt: str | None = None, choices: list[str] | None = None, unit: str | None = None,
+           kind: str | None = None, gpu: str | None = None) -> None:
+    """Store one prediction, replacing an earlier answer to the same question.
+
+    The keyword arguments are optional (format 2, see the module's docstring):
+    ``actual`` is what the trace showed (the choice it fell in, or the
+    measured value of a numeric question); ``prompt``, ``choices``, ``unit``
+    and ``kind`` describe the question, so that a room of journals can list
+    every choice, picked or not; ``gpu`` says where the trace came from.
+    Those left as None are not written.
+    """
     p = where or path()
     try:
         data = _read(p)
     except _Unusable as e:  # writing now would replace what could not be read
         warnings.warn(str(e), JournalWarning, stacklevel=2)
         return
-    data[qid] = {"answer": answer, "hit": hit,
-                 "when": _dt.datetime.now().isoformat(timespec="seconds")}
-    # Write beside and rename, so that a crash never leaves half a journal.
+    entry: dict[str, Any] = {"answer": plain(answer), "hit": plain(hit),
+                             "when": _dt.datetime.now().isoformat(timespec="seconds"), "format": FORMAT}
+    extra = {"prompt": prompt, "choices": [str(c) for c in choices] if choices is not None else None,
+             "unit": unit, "kind": kind, "actual": plain(actual), "gpu": gpu}
+    entry.update({k: v for k, v in extra.items() if v is not None})
+    data[qid] = entry
     try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".predictions-", suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1, default=str)
-        os.replace(tmp, p)
+        _write(p, data)
     except OSError as e:  # a read-only folder must not stop the lesson
         warnings.warn(f"This prediction is not saved: the journal {p} cannot be written ({e}).", JournalWarning,
                       stacklevel=2)
+
+
+def export_folder() -> Path:
+    """Where exported copies go: ``PROFILING_EXPORT``, or ``exported-journals/`` beside the notebooks."""
+    env = os.environ.get(EXPORT_VAR)
+    return Path(env) if env else Path.cwd() / "exported-journals"
+
+
+def safe_name(learner: str) -> str:
+    """``learner`` as a file name anywhere (ASCII letters, digits, ``-``); "learner" when nothing is left."""
+    return re.sub(r"[^A-Za-z0-9]+", "-", learner).strip("-")[:40] or "learner"
+
+
+def export(learner: str, where: Path | None = None, folder: Path | None = None) -> Path:
+    """Copy the journal to ``<folder>/<name>-<YYYYmmdd-HHMMSS>.json`` for the instructor; returns the copy's path.
+
+    The copy carries ``"_journal": {"format", "learner", "exported"}``, so that
+    the name survives as typed (the file name keeps only ASCII). Raises
+    ValueError when there is nothing to export or no name, OSError when the
+    copy cannot be written.
+    """
+    name = " ".join(str(learner).split())
+    if not name:
+        raise ValueError("Type your name first (the instructor sees it).")
+    entries = load(where)
+    if not entries:
+        raise ValueError("There is nothing to export yet: answer a prediction first.")
+    now = _dt.datetime.now()
+    folder = folder or export_folder()
+    stem = f"{safe_name(name)}-{now.strftime('%Y%m%d-%H%M%S')}"
+    target, n = folder / f"{stem}.json", 1
+    while target.exists():  # two exports in one second: keep both
+        target, n = folder / f"{stem}-{n}.json", n + 1
+    # The export time to the microsecond: of two copies exported in one second, the room keeps the later.
+    _write(target, {META: {"format": FORMAT, "learner": name, "exported": now.isoformat(timespec="microseconds")},
+                    **entries})
+    return target
 
 
 @dataclass

@@ -93,16 +93,56 @@ def ask(qid: str, prompt: str, *, reveal: Reveal, default: Any, choices: list[st
     if choices is not None and default not in choices:
         raise ValueError(f"{qid}: the default answer {default!r} is not one of the choices")
     lead, _button = _KINDS[kind]
+    about = {"prompt": prompt, "choices": choices, "unit": unit if choices is None else None, "kind": kind}
     if headless() or not _can_show_widgets():
         _display(_html(f"<p><b>{lead}</b> {html.escape(prompt)}<br>"
                        f"<i>Headless run: answering {html.escape(str(default))}"
                        f"{' ' + html.escape(unit) if unit and choices is None else ''}.</i></p>"))
-        hit = reveal(default)
-        journal.record(qid, default, hit)
-        _answer(qid, default)
+        _record(qid, default, *_reveal(default, reveal), about)
         return
     _answered.pop(qid, None)  # asked again: cells after it wait for the new answer
-    _interactive(qid, prompt, reveal, choices, unit, kind)
+    _interactive(qid, prompt, reveal, choices, unit, kind, about)
+
+
+# What the reveal now running reported through verdict(actual=...): ask() records it beside the answer.
+_NOT_REPORTED = object()
+_actual: Any = _NOT_REPORTED
+
+
+def _trace_source() -> str | None:
+    """Where this kernel's traces come from ("NVIDIA H200", "NVIDIA H200 (recorded)"), or None when not known yet.
+
+    Read only from the environment a notebook has already detected (its banner
+    does): ask() must not import torch or probe the GPU itself.
+    """
+    from . import mode
+
+    if mode.environment.cache_info().currsize == 0:
+        return None
+    try:
+        e = mode.environment()
+    except Exception:  # noqa: BLE001 - a label for the journal must never stop the lesson
+        return None
+    if e.live:
+        return e.gpu
+    return f"{e.reference.gpu} (recorded)" if e.reference else None
+
+
+def _reveal(answer: Any, reveal: Reveal) -> tuple[bool | None, Any]:
+    """Call the reveal; returns its verdict and what the trace showed (None when it did not say)."""
+    global _actual
+    _actual = _NOT_REPORTED
+    try:
+        hit = reveal(answer)
+        return hit, None if _actual is _NOT_REPORTED else _actual
+    finally:
+        _actual = _NOT_REPORTED
+
+
+def _record(qid: str, answer: Any, hit: bool | None, actual: Any, about: dict[str, Any]) -> None:
+    """Store the answer, its verdict, what the trace showed and the question itself; release the cells after it."""
+    journal.record(qid, answer, hit, actual=actual, gpu=_trace_source(), **about)
+    _answer(qid, answer)
 
 
 def _answer(qid: str, answer: Any) -> None:
@@ -141,7 +181,7 @@ def after(qid: str, show: Callable[[], None]) -> None:
 
 
 def _interactive(qid: str, prompt: str, reveal: Reveal, choices: list[str] | None, unit: str | None,
-                 kind: str = "predict") -> None:
+                 kind: str, about: dict[str, Any]) -> None:
     import ipywidgets as W
 
     lead, label = _KINDS[kind]
@@ -180,21 +220,31 @@ def _interactive(qid: str, prompt: str, reveal: Reveal, choices: list[str] | Non
         button.description = "Locked"
         status.value = f"<i>Locked: {html.escape(str(a))}{' ' + html.escape(unit) if unit and choices is None else ''}</i>"
         with out:
-            hit = reveal(a)
-        journal.record(qid, a, hit)
-        _answer(qid, a)
+            hit, actual = _reveal(a, reveal)
+        _record(qid, a, hit, actual, about)
 
     button.on_click(on_click)
     _display(W.VBox([question, row, W.HBox([button, status]), out]))
 
 
-def verdict(hit: bool | None, explanation: str) -> bool | None:
+def verdict(hit: bool | None, explanation: str, actual: Any = None) -> bool | None:
     """Say whether the prediction held, and why; returns ``hit`` for the reveal to pass on.
 
     ``explanation`` is HTML, shown as it is: every value in it that comes from
     a trace (kernel and op names hold ``<``, ``>`` and ``&``) must be escaped,
     with :func:`helpers.show.code` or ``html.escape``.
+
+    ``actual`` (optional) is what the trace showed: for a multiple-choice
+    question the choice the trace falls in (one of the question's choices,
+    e.g. ``bucket(ratio, EDGES, CHOICES)``); for a numeric question the
+    measured value, in the question's unit. :func:`ask` stores it in the
+    journal beside the answer, so that ``python -m helpers room`` can tell a
+    class "most of you said X; the trace says Y". Without it the journal
+    records the answer and the verdict only.
     """
+    global _actual
+    if actual is not None:
+        _actual = actual
     if hit is None:
         head = "<b>Compare with your guess.</b>"
         color = "#555"
@@ -233,7 +283,7 @@ def versus(qid: str, figure: Any, what: str, this_gpu: Callable[[], tuple[float,
         compared = (f"{b:.2f} above 1, against the article's {a:.2f}" if excess else
                     f"{ratio:.2g}x the article's {figure.text()}")
         return verdict(answer == actual, f"This GPU: <b>{_fmt(ours, figure)}</b>, {compared}. "
-                       + (explain(ratio) if explain else ""))
+                       + (explain(ratio) if explain else ""), actual=actual)
 
     ask(qid, f"{what}: {figure.quote()}. On this GPU, will it be...", choices=VERSUS_CHOICES, default=default,
         reveal=reveal)
@@ -267,7 +317,13 @@ def exercise(title: str, prompt: str, solution: Callable[[], None]) -> None:
 
 
 def scoreboard() -> None:
-    """Hits and misses so far, from the journal, per notebook."""
+    """Hits and misses so far, from the journal, per notebook; then a button that exports the journal.
+
+    The export (a name box and "Export my journal") writes a copy named with
+    the learner's name and the time into ``PROFILING_EXPORT`` or
+    ``exported-journals/`` beside the notebooks, for the instructor's
+    ``python -m helpers room``. Headless there is nobody to click: no button.
+    """
     rows = journal.scores()
     if not rows:
         _display(_html("<p>No predictions recorded yet.</p>"))
@@ -278,3 +334,28 @@ def scoreboard() -> None:
     _display(_html(f"<p><b>Your predictions so far:</b> {hits} of {total} held "
                    f"(journal: <code>{html.escape(str(journal.path()))}</code>)</p>"
                    f"<table><tr><th>notebook</th><th>held</th><th>missed</th></tr>{body}</table>"))
+    if headless() or not _can_show_widgets():
+        return
+    import ipywidgets as W
+
+    name = W.Text(placeholder="your name", layout=W.Layout(width="14em"))
+    button = W.Button(description="Export my journal", layout=W.Layout(width="max-content"))
+    status = W.HTML("")
+
+    def on_click(_b: Any) -> None:
+        try:
+            kept = journal.export(name.value)
+        except ValueError as e:  # no name, or nothing answered yet
+            status.value = f"<span style='color:#b00'>{html.escape(str(e))}</span>"
+            return
+        except OSError as e:  # a read-only folder: say so, the lesson goes on
+            status.value = (f"<span style='color:#b00'>The copy cannot be written in "
+                            f"{html.escape(str(journal.export_folder()))} ({html.escape(str(e))}).</span>")
+            return
+        status.value = (f"Exported to <code>{html.escape(str(kept.resolve()))}</code>: hand this file to your "
+                        "instructor. Exporting again later writes a new copy; the instructor's view keeps "
+                        "your latest.")
+
+    button.on_click(on_click)
+    _display(W.VBox([W.HTML("<b>For the class discussion:</b> export your predictions for the instructor."),
+                     W.HBox([name, button]), status]))

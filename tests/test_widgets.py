@@ -194,3 +194,31 @@ def test_after_runs_at_once_headless(journal_file, monkeypatch):
     seen = []
     widgets.after("99.never", lambda: seen.append(1))
     assert seen == [1]
+
+
+def test_the_scoreboard_exports_the_journal(journal_file, monkeypatch, tmp_path):
+    shown = _interactive(monkeypatch)
+    out = tmp_path / "exported"
+    monkeypatch.setenv("PROFILING_EXPORT", str(out))
+    journal.record("01.a", "x", True)
+    widgets.scoreboard()
+    table, box = shown
+    _intro, row, status = box.children
+    name, button = row.children
+    button.click()  # no name yet: refused, nothing written
+    assert "Type your name" in status.value and not out.exists()
+    name.value = "Ada Lovelace"
+    button.click()
+    (copy,) = out.glob("*.json")
+    assert copy.name.startswith("Ada-Lovelace-") and str(copy) in status.value
+    assert journal.load(copy) == journal.load() and "Ada Lovelace" in copy.read_text()
+
+
+def test_the_scoreboard_has_no_button_headless(journal_file, monkeypatch):
+    shown = []
+    monkeypatch.setenv("PROFILING_HEADLESS", "1")
+    monkeypatch.setattr(widgets, "_display", shown.append)
+    journal.record("01.a", "x", True)
+    widgets.scoreboard()
+    (table,) = shown
+    assert "1 of 1 held" in table.data
