@@ -197,8 +197,10 @@ class Trace:
     def sequence_of(self, i: int) -> tuple[int, int] | None:
         """Event ``i``'s autograd "Sequence number" and "Fwd thread id" (-1 if absent), or None.
 
-        A forward op and the backward op autograd ran for it carry the same
-        sequence number (the backward op's "Fwd thread id" names the forward thread).
+        A forward op and the backward node autograd recorded for it carry the
+        same sequence number. On a backward op, "Fwd thread id" is the
+        profiler's number for the thread that ran the forward op, not the OS
+        thread id the lanes show (the H200 traces: 1 on backward ops, 0 on forward ops).
         """
         if self._seq is None:
             self._seq = {i: k for k, i in enumerate(self.seq_event)}
