@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from typing import Any, NoReturn
 
@@ -49,10 +50,29 @@ def _print_json(obj: Any) -> None:
     print(json.dumps(_finite(obj), indent=1, default=str, allow_nan=False))
 
 
+def _ranks(folder: str):
+    """A folder of rank traces, read; what was skipped said on stderr, a line each."""
+    from .distributed import read_ranks
+
+    r = read_ranks(folder)
+    for name, why in r.skipped:
+        print(f"skipped {name}: {why}", file=sys.stderr)
+    return r
+
+
 def _summarize(a: argparse.Namespace) -> int:
     from .facts import summarize
     from .report import summary_text
 
+    if os.path.isdir(a.trace):
+        from .distributed import ranks_text
+
+        r = _ranks(a.trace)
+        if a.json:
+            _print_json(r.to_json())
+        else:
+            print(ranks_text(r, top=a.top))
+        return 0
     s = summarize(read_trace(a.trace))
     if a.json:
         _print_json(s.to_json())
@@ -66,7 +86,12 @@ def _diagnose(a: argparse.Namespace) -> int:
 
     from .diagnose import diagnose, text
 
-    found = diagnose(read_trace(a.trace))
+    if os.path.isdir(a.trace):
+        from .distributed import diagnose_ranks
+
+        found = diagnose_ranks(_ranks(a.trace))
+    else:
+        found = diagnose(read_trace(a.trace))
     if a.json:
         _print_json([asdict(f) for f in found])
     else:
@@ -85,13 +110,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = _Parser(prog="python -m helpers", description="Read PyTorch profiler traces.")
     sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
     p = sub.add_parser("summarize", help="print what a trace shows")
-    p.add_argument("trace", help="a Chrome trace from torch.profiler (.json or .json.gz)")
+    p.add_argument("trace", help="a Chrome trace from torch.profiler (.json or .json.gz), or a folder of one per rank")
     p.add_argument("--json", action="store_true", help="one JSON object instead of text")
     p.add_argument("--top", type=_top, default=10, metavar="N",
                    help="rows per table in the text output (default 10)")
     p.set_defaults(run=_summarize)
     d = sub.add_parser("diagnose", help="apply the cheat sheet's rules: findings, evidence, what to try")
-    d.add_argument("trace", help="a Chrome trace from torch.profiler (.json or .json.gz)")
+    d.add_argument("trace", help="a Chrome trace from torch.profiler (.json or .json.gz), or a folder of one per rank")
     d.add_argument("--json", action="store_true", help="a JSON list of findings instead of text")
     d.set_defaults(run=_diagnose)
     pf = sub.add_parser("preflight", help="run every notebook here, headless, with a table and an HTML report",

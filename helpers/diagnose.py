@@ -510,8 +510,10 @@ RULES: list[Rule] = [_input_bound, _overhead, _cold_start, _occupancy_queries, _
 
 def diagnose(trace: Trace) -> list[Finding]:
     """Every cheat-sheet rule that applies to this trace, issues first."""
+    from .distributed import trace_rules  # issue 13's rules for a rank's collectives (they import Finding from here)
+
     ctx = Context(trace, facts.summarize(trace))
-    found = [f for f in (rule(ctx) for rule in RULES) if f is not None]
+    found = [f for f in (rule(ctx) for rule in RULES + trace_rules()) if f is not None]
     return sorted(found, key=lambda f: f.severity != ISSUE)
 
 

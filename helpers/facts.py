@@ -22,6 +22,7 @@ from . import kernel_kinds as kk
 from .memory import MemoryPeak, memory_peaks
 from .trace import (ANNOTATION, CPU_GROUPS, CPU_OP, DRIVER, GPU_WORK, MEMCPY, MEMSET, RUNTIME,
                     Trace, _gc_paused, covered, lane_spans)
+from .spans import clipped, intersection_us
 
 #: GPU time over self CPU time at or above which a run is compute-bound
 COMPUTE_BOUND_RATIO = 0.5
@@ -75,14 +76,19 @@ class Balance:
     """What the two totals at the bottom of the profiler table say."""
 
     self_cpu_us: float  # the table's "Self CPU time total"
-    device_us: float  # the table's "Self CUDA time total": kernels, copies, fills
+    # The table's "Self CUDA time total" (kernels, copies, fills) less the collectives: a GPU waiting
+    # in NCCL for another rank is not computing, so that time must not make a run "compute-bound".
+    # Without collectives (any single-GPU run) it is the table's total.
+    device_us: float
     ratio: float | None  # device / self CPU
     verdict: str | None  # "overhead-bound", "compute-bound", or None without GPU work
     window_us: float  # from the first recorded step (or event) to the last event's end
-    gpu_busy_us: float  # time in the window with at least one kernel, copy or fill running
+    gpu_busy_us: float  # time in the window with at least one kernel, copy or fill running (collectives too)
     gpu_busy_share: float | None
     gpu_idle_share: float | None
     threshold: float = COMPUTE_BOUND_RATIO
+    collective_us: float = 0.0  # GPU time in collectives (NCCL/RCCL): communication, left out of device_us
+    collective_exposed_us: float = 0.0  # in the window, collective time with no other GPU work running
 
 
 def self_cpu_us(trace: Trace) -> float:
@@ -113,20 +119,47 @@ def window(trace: Trace) -> tuple[float, float]:
     return lo, hi
 
 
+def collective_work(trace: Trace, work: list[int] | None = None) -> list[int]:
+    """Indices of the GPU work that is communication between GPUs (kind ``collective``).
+
+    Classified by name as the kernels table does (the first event of each
+    name decides), so the two always agree.
+    """
+    work = gpu_work(trace) if work is None else work
+    first: dict[int, int] = {}
+    for j in work:
+        first.setdefault(trace.name_id[j], j)
+    names = {ni for ni, j in first.items() if kind_of(trace, j) == kk.COLLECTIVE}
+    return [j for j in work if trace.name_id[j] in names] if names else []
+
+
 def balance(trace: Trace) -> Balance:
-    """Self CPU against device time, and the verdict with its numbers."""
+    """Self CPU against device time, and the verdict with its numbers.
+
+    Time in collectives is not counted as device time: a rank that waits in
+    NCCL for the others is not compute-bound (see :mod:`helpers.distributed`).
+    """
     cpu = self_cpu_us(trace)
     work = gpu_work(trace)
-    dev = sum(trace.dur[i] for i in work)
+    coll = collective_work(trace, work)
+    coll_us = sum(trace.dur[i] for i in coll)
+    dev = sum(trace.dur[i] for i in work) - coll_us
     lo, hi = window(trace)
     win = max(hi - lo, 0.0)
     if not work:
         return Balance(cpu, 0.0, None, None, win, 0.0, None, None)
     busy = covered(lane_spans(trace, work), lo, hi)
+    exposed = 0.0
+    if coll:
+        in_coll = set(coll)
+        coll_spans = clipped(lane_spans(trace, coll), lo, hi)
+        other = clipped(lane_spans(trace, [j for j in work if j not in in_coll]), lo, hi)
+        exposed = sum(e - s for s, e in coll_spans) - intersection_us(coll_spans, other)
     ratio = dev / cpu if cpu > 0 else math.inf
     verdict = "compute-bound" if ratio >= COMPUTE_BOUND_RATIO else "overhead-bound"
     share = busy / win if win > 0 else None
-    return Balance(cpu, dev, ratio, verdict, win, busy, share, None if share is None else 1 - share)
+    return Balance(cpu, dev, ratio, verdict, win, busy, share, None if share is None else 1 - share,
+                   collective_us=coll_us, collective_exposed_us=exposed)
 
 
 # --- kernels ------------------------------------------------------------------

@@ -400,3 +400,100 @@ def lines(series: dict[str, Sequence[float]], *, title: str = "", ylabel: str = 
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def memory_timeline(samples: Sequence, steps: Sequence = (), *, title: str = "", ax=None):
+    """Allocated and reserved memory after each allocator event (``.ts_us .allocated .reserved``), steps shaded."""
+    plt = _plt()
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(11, 3.8))
+    else:
+        fig = ax.figure
+    if not samples:
+        ax.text(0.5, 0.5, "this trace holds no memory events (profile_memory was off?)", ha="center",
+                va="center", transform=ax.transAxes)
+        ax.set_title(title, fontsize=10)
+        return fig
+    t0 = samples[0].ts_us
+    ts = [(s.ts_us - t0) / 1e3 for s in samples]
+    mib = 2 ** 20
+    ax.step(ts, [s.allocated / mib for s in samples], where="post", lw=1, color="#3182bd", label="allocated")
+    ax.step(ts, [s.reserved / mib for s in samples], where="post", lw=1.2, color="#e6550d", label="reserved")
+    for n, st in enumerate(steps):
+        lo, hi = (st.start_us - t0) / 1e3, (st.start_us + st.dur_us - t0) / 1e3
+        if hi < ts[0] or lo > ts[-1]:
+            continue
+        ax.axvspan(lo, hi, color="#bbbbbb" if n % 2 else "#dddddd", alpha=0.35, lw=0)
+    ax.set_xlabel("time (ms) from the first memory event; grey bands are profiler steps")
+    ax.set_ylabel("MiB")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=8, loc="lower right")
+    ax.grid(alpha=0.3)
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+RANK_ANNOTATIONS = ("forward", "backward", "optimizer", "straggle")
+
+
+def ranks(traces: Sequence[Trace], shifts_us: Sequence[float], window: tuple[float, float] | None = None, *,
+          title: str = "", ax=None):
+    """Every rank on one clock: its step's phases (CPU annotations) above its GPU streams, collectives in brown.
+
+    ``shifts_us[r]`` moves rank r's times onto the shared clock (its clock origin minus the earliest);
+    ``window`` is on that clock; by default the second recorded step of rank 0 and the GPU work it launched.
+    """
+    plt = _plt()
+    if window is None:
+        lo, hi = step_window(traces[0], 1, 1)
+        window = (lo + shifts_us[0], hi + shifts_us[0])
+    lo, hi = window
+    k, unit = _scale(hi - lo)
+    rows: list[str] = []
+    if ax is None:
+        n_rows = sum(1 + len({t.lane[j] for j in facts.gpu_work(t)}) for t in traces)
+        fig, ax = plt.subplots(figsize=(12, 0.55 * n_rows + 1.8))
+    else:
+        fig = ax.figure
+    phase_colors = {"forward": "#c7e9c0", "backward": "#fdd0a2", "optimizer": "#dadaeb", "straggle": "#fc9272"}
+    for r, (t, shift) in enumerate(zip(traces, shifts_us)):
+        y = len(rows)
+        rows.append(f"rank {r}: CPU phases")
+        for i in range(len(t)):
+            name = t.name_of(i)
+            if name in phase_colors and not t.is_gpu(i):
+                s, e = t.ts[i] + shift, t.end_of(i) + shift
+                if e >= lo and s <= hi:
+                    ax.broken_barh([((s - lo) / k, t.dur[i] / k)], (y - 0.4, 0.8), facecolors=phase_colors[name],
+                                   edgecolors="white")
+                    if t.dur[i] / (hi - lo) > 0.05:
+                        ax.text((max(s, lo) - lo) / k, y, " " + name, va="center", fontsize=7, clip_on=True)
+        work = facts.gpu_work(t)
+        coll = set(facts.collective_work(t, work))
+        for ln in sorted({t.lane[j] for j in work}):
+            y = len(rows)
+            rows.append(f"rank {r}: {t.lanes[ln].label}")
+            for j in work:
+                if t.lane[j] != ln:
+                    continue
+                s = t.ts[j] + shift
+                if t.end_of(j) + shift < lo or s > hi:
+                    continue
+                color = KIND_COLORS[kk.COLLECTIVE] if j in coll else "#3182bd"
+                ax.broken_barh([((s - lo) / k, max(t.dur[j], (hi - lo) * 0.002) / k)], (y - 0.4, 0.8),
+                               facecolors=color, edgecolors="black", linewidth=0.2)
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels(rows, fontsize=8)
+    ax.set_ylim(len(rows) - 0.4, -0.6)
+    ax.set_xlim(0, (hi - lo) / k)
+    ax.set_xlabel(f"time ({unit}) on the ranks' shared clock, from the start of the window")
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color=c, label=n) for n, c in phase_colors.items()]
+    handles += [Patch(color="#3182bd", label="GPU compute"), Patch(color=KIND_COLORS[kk.COLLECTIVE], label="collective")]
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=6, fontsize=7, frameon=False)
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig

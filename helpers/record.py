@@ -16,6 +16,7 @@ import argparse
 import datetime as _dt
 import fnmatch
 import json
+import os
 import platform
 import shutil
 import subprocess
@@ -65,6 +66,29 @@ def _versions() -> dict:
     }
 
 
+def _time_unprofiled(scenarios, dtype: str, out: Path) -> None:
+    """Time every warm scenario without the profiler, in a fresh process that profiles nothing.
+
+    The profiler leaves a cost behind in a process once it has run (:mod:`helpers.timing`), so the timings
+    kept beside the reference traces come from a process of their own, before any profiling.
+    """
+    specs = [{"workload": {"kind": s.workload.kind, "params": s.workload.p, "label": s.workload.label,
+                           "no_grad": s.workload.no_grad},
+              "device": "cuda", "dtype": dtype, "compile": s.compile, "compile_mode": s.compile_mode, "out_dir": str(out),
+              "tag": tag_for(s.workload, dtype, s.warm, s.compile, s.schedule, s.compile_mode)} for s in scenarios]
+    if not specs:
+        return
+    for spec in specs:  # what an earlier recording kept beside the trace is replaced
+        (out / f"{spec['tag']}.timing.json").unlink(missing_ok=True)
+    print(f"timing {len(specs)} warm scenarios without the profiler, in a fresh process ...", flush=True)
+    root = str(Path(__file__).resolve().parent.parent)
+    environ = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    proc = subprocess.run([sys.executable, "-m", "helpers.timing", json.dumps(specs)], text=True, env=environ)
+    if proc.returncode != 0:
+        print("record: the timing process failed; the traces are recorded without unprofiled timings.",
+              file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m helpers.record", description=__doc__.split("\n\n")[0])
     ap.add_argument("--parts", default="1,2,3,4,5", help="comma-separated parts to record (default: all)")
@@ -92,10 +116,12 @@ def main(argv: list[str] | None = None) -> int:
     todo = [s for s in all_scenarios(parts) if not a.only or fnmatch.fnmatch(s.key, a.only)]
     scenarios = dict(old)
     t_all = time.perf_counter()
+    _time_unprofiled([s for s in todo if s.warm], dtype, out)
     for n, s in enumerate(todo, 1):
         tag = tag_for(s.workload, dtype, s.warm, s.compile, s.schedule, s.compile_mode)
         entry = {"tag": tag, "trace": f"{tag}.json", "table": f"{tag}.txt", "timing": f"{tag}.timing.json",
                  "dtype": dtype, "part": s.part,
+                 "recorded": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                  "workload": {"kind": s.workload.kind, "params": s.workload.p, "label": s.workload.label,
                               "description": s.workload.description},
                  "warm": s.warm, "compile": s.compile, "compile_mode": s.compile_mode,
@@ -103,9 +129,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{n}/{len(todo)}] {tag} ...", end=" ", flush=True)
         try:
             check_fits(s.workload, dtype)
-            runner = run_live if s.warm else run_fresh  # a cold run is a process's first call
-            _, _, secs = runner(s.workload, "cuda", dtype, warm=s.warm, compile=s.compile,
-                                  compile_mode=s.compile_mode, schedule=s.schedule, out_dir=out)
+            if s.warm:  # timed already, in a process that had not profiled
+                _, _, secs = run_live(s.workload, "cuda", dtype, warm=True, compile=s.compile,
+                                      compile_mode=s.compile_mode, schedule=s.schedule, out_dir=out, timing=False)
+            else:  # a cold run is a process's first call
+                _, _, secs = run_fresh(s.workload, "cuda", dtype, warm=False, compile=s.compile,
+                                       compile_mode=s.compile_mode, schedule=s.schedule, out_dir=out)
             entry.update(status="ok", seconds=round(secs, 2))
             print(f"{secs:.1f} s", flush=True)
         except WorkloadError as e:  # an SDPA backend this GPU lacks, a size that does not fit

@@ -69,7 +69,11 @@ def summary_text(s: Summary, top: int = 10) -> str:
         out.append("  no GPU work in this trace: no verdict")
     else:
         share = f"{b.ratio:.1%} of the CPU time" if b.self_cpu_us > 0 else "no CPU time recorded"
-        out.append(f"  GPU time           {us(b.device_us):>10}  ({share})")
+        left_out = ", collectives left out" if b.collective_us else ""
+        out.append(f"  GPU time           {us(b.device_us):>10}  ({share}{left_out})")
+        if b.collective_us:
+            out.append(f"  collectives        {us(b.collective_us):>10}  (communication, not compute; "
+                       f"{us(b.collective_exposed_us)} of it with no other GPU work running)")
         shares = (f"({b.gpu_busy_share:.1%} busy, {b.gpu_idle_share:.1%} idle)" if b.gpu_busy_share is not None
                   else "(every event at one instant: no share to give)")
         out.append(f"  GPU busy           {us(b.gpu_busy_us):>10}  of a {us(b.window_us)} window {shares}")

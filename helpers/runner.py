@@ -21,7 +21,8 @@ from pathlib import Path
 
 from . import ROOT
 from .tags import ARTICLE, Schedule, tag_for
-from .timing import timing_path, unprofiled
+from .timing import note_profiled, timing_path, unprofiled
+from .timing import write as write_measured
 from .workload import BackendUnavailable, NotEnoughMemory, Workload, WorkloadError
 
 #: where live runs write, one folder per device
@@ -56,8 +57,11 @@ def native_log_filter():
 
 
 def run_live(w: Workload, device: str, dtype: str, *, warm: bool, compile: bool,
-             compile_mode: str | None, schedule: Schedule, out_dir: Path) -> tuple[str, Path, float]:
-    """Profile ``w`` in this process; returns the table, the trace path and the seconds taken."""
+             compile_mode: str | None, schedule: Schedule, out_dir: Path, timing: bool = True) -> tuple[str, Path, float]:
+    """Profile ``w`` in this process; returns the table, the trace path and the seconds taken.
+
+    ``timing=False`` leaves the unprofiled timing to someone else (the recorder times in a fresh process).
+    """
     import torch
 
     t_start = time.perf_counter()
@@ -67,15 +71,18 @@ def run_live(w: Workload, device: str, dtype: str, *, warm: bool, compile: bool,
         fn = torch.compile(fn, mode=compile_mode)
     tag = tag_for(w, dtype, warm, compile, schedule, compile_mode)
     table, path = profile_callable(fn, args, label=w.label, tag=tag, out_dir=out_dir, cuda=device == "cuda",
-                                   warm=warm, schedule=schedule, no_grad=w.no_grad, memory=bool(w.p.get("memory")))
+                                   warm=warm, schedule=schedule, no_grad=w.no_grad, memory=bool(w.p.get("memory")),
+                                   timing=timing)
     return table, path, time.perf_counter() - t_start
 
 
 def profile_callable(fn, args: tuple, *, label: str, tag: str, out_dir: Path, cuda: bool, warm: bool = True,
-                     schedule: Schedule = ARTICLE, no_grad: bool = True, memory: bool = False) -> tuple[str, Path]:
+                     schedule: Schedule = ARTICLE, no_grad: bool = True, memory: bool = False,
+                     timing: bool = True) -> tuple[str, Path]:
     """The article's profiling loop around any callable; writes ``<tag>.txt``, ``<tag>.json`` and beside them
-    ``<tag>.timing.json``: the same call timed without the profiler and, with ``memory``, the allocator's peaks
-    over the recorded steps (``torch.cuda.max_memory_allocated``), to set beside what the trace's memory events say.
+    ``<tag>.timing.json``: for a warm run (and ``timing``), the same call timed without the profiler, before it
+    is profiled (:mod:`helpers.timing` says why); with ``memory``, the allocator's peaks over the recorded steps
+    (``torch.cuda.max_memory_allocated``), to set beside what the trace's memory events say.
     """
     import torch
     from torch.profiler import ProfilerActivity, record_function
@@ -88,11 +95,14 @@ def profile_callable(fn, args: tuple, *, label: str, tag: str, out_dir: Path, cu
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     peaks: dict[str, int] = {}
     with grad:
+        plain = None
         if warm:  # the article's --warmup: three untimed calls, then wait for the GPU
             for _ in range(3):
                 fn(*args)
             if cuda:
                 torch.cuda.synchronize()
+            if timing:  # before the profiler runs: afterwards the process carries its cost
+                plain = unprofiled(fn, args, device="cuda" if cuda else "cpu")
         with warnings.catch_warnings():  # warmup=0 is what notebook 03 wants to show
             warnings.filterwarnings("ignore", message=".*won't be using warmup.*")
             sched = torch.profiler.schedule(wait=schedule.wait, warmup=schedule.warmup,
@@ -105,17 +115,19 @@ def profile_callable(fn, args: tuple, *, label: str, tag: str, out_dir: Path, cu
                     torch.cuda.reset_peak_memory_stats()  # the peak over the recorded steps only
                 step()
                 prof.step()
+        note_profiled()
         if memory and cuda:
             peaks = {"max_memory_allocated": torch.cuda.max_memory_allocated(),
                      "max_memory_reserved": torch.cuda.max_memory_reserved()}
-        # the same call with no profiler, so that CPU times read from the trace can be set beside it
-        plain = unprofiled(fn, args, device="cuda" if cuda else "cpu")
     table = prof.key_averages().table(sort_by="cuda_time_total" if cuda else "cpu_time_total", row_limit=15)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{tag}.json"
     prof.export_chrome_trace(str(path))
     (out_dir / f"{tag}.txt").write_text(table + "\n")
-    timing_path(path).write_text(json.dumps({**plain.to_json(), **peaks}) + "\n")
+    if timing or peaks:
+        if timing:  # a run that times itself replaces what an earlier run kept beside the trace
+            timing_path(path).unlink(missing_ok=True)
+        write_measured(path, **(plain.to_json() if plain else {}), **peaks)
     return table, path
 
 

@@ -56,3 +56,23 @@ def covered(spans: list[tuple[float, float]], lo: float, hi: float) -> float:
             break
         total += max(0.0, min(e, hi) - max(s, lo))
     return total
+
+
+def clipped(spans: list[tuple[float, float]], lo: float, hi: float) -> list[tuple[float, float]]:
+    """The parts of ``spans`` (merged, sorted) inside [lo, hi]."""
+    return [(max(s, lo), min(e, hi)) for s, e in spans if e > lo and s < hi]
+
+
+def intersection_us(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
+    """Microseconds during which both ``a`` and ``b`` (each merged and sorted) cover the time."""
+    total = 0.0
+    i = j = 0
+    while i < len(a) and j < len(b):
+        s, e = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if e > s:
+            total += e - s
+        if a[i][1] < b[j][1]:  # the span that ends first can meet nothing further on
+            i += 1
+        else:
+            j += 1
+    return total

@@ -67,8 +67,54 @@ def test_first_cell_on_colab_does_not_clone_twice(monkeypatch):
     assert calls == [] and added == [colab.CLONE_DIR]
 
 
-def test_first_cell_elsewhere_does_nothing(monkeypatch):
-    assert run_first_cell(monkeypatch, on_colab=False) == ([], [], [])
+def test_first_cell_elsewhere_puts_the_clone_it_sits_in_on_the_path(monkeypatch):
+    monkeypatch.chdir(ROOT / "notebooks")
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if Path(p or ".").resolve() != ROOT])
+    calls, chdirs, added = run_first_cell(monkeypatch, on_colab=False)
+    assert calls == [] and chdirs == [] and added == [str(ROOT)]
+
+
+def test_first_cell_outside_a_clone_says_what_to_do(monkeypatch, tmp_path):
+    import importlib.util
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(ModuleNotFoundError, match="inside a clone"):
+        run_first_cell(monkeypatch, on_colab=False)
+
+
+def test_a_python_without_the_package_runs_a_notebook_from_the_clone(tmp_path):
+    """The issue's case: torch, nbclient and ipykernel there, this package not installed, no PYTHONPATH."""
+    import os
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    py = venv / "bin" / "python"
+    site = subprocess.run([str(py), "-c", "import site; print(site.getsitepackages()[0])"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    # Plain path lines: the packages of this environment, but not the .pth files that install helpers in it.
+    Path(site, "borrowed.pth").write_text("\n".join(p for p in sys.path if p.endswith("site-packages")) + "\n")
+    kernels = tmp_path / "jupyter" / "kernels" / "python3"
+    kernels.mkdir(parents=True)
+    (kernels / "kernel.json").write_text(
+        '{"argv": ["%s", "-m", "ipykernel_launcher", "-f", "{connection_file}"], "display_name": "bare", '
+        '"language": "python"}' % py)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(JUPYTER_PATH=str(tmp_path / "jupyter"), PROFILING_MODE="recorded", PROFILING_HEADLESS="1",
+               PROFILING_JOURNAL=str(tmp_path / "journal.json"), MPLBACKEND="Agg")
+    bare = subprocess.run([str(py), "-c", "import torch, nbclient, ipykernel\ntry:\n import helpers\nexcept "
+                           "ModuleNotFoundError:\n print('no helpers')"], capture_output=True, text=True,
+                          cwd=tmp_path, env=env)
+    assert bare.stdout.strip() == "no helpers", bare.stderr
+    nb_path = ROOT / "notebooks" / "02_reading_the_table.ipynb"
+    script = ("import nbformat, nbclient, sys\n"
+              f"nb = nbformat.read({str(nb_path)!r}, as_version=4)\n"
+              f"nbclient.NotebookClient(nb, timeout=300, kernel_name='python3', "
+              f"resources={{'metadata': {{'path': {str(nb_path.parent)!r}}}}}).execute()\n"
+              "print('ran', sum(c.cell_type == 'code' for c in nb.cells), 'cells')\n")
+    ran = subprocess.run([str(py), "-c", script], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert ran.stdout.startswith("ran "), ran.stdout
 
 
 def test_set_repository_rewrites_every_badge_and_cell(tmp_path):

@@ -420,7 +420,13 @@ def test_missing_file(tmp_path):
 
 
 def test_directory(tmp_path):
-    _check_error(tmp_path, "directory", in_subprocess=True)
+    """The reader refuses a directory; the command line reads one as a folder of rank traces (issue 13),
+    and an empty one is one line (tests/test_distributed.py has the rest)."""
+    with pytest.raises(TraceError, match="directory"):
+        read_trace(tmp_path)
+    run = summarize_cli(tmp_path)
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr == f"error: {tmp_path}: the folder is empty: no rank traces to read\n"
 
 
 def test_unreadable_file(tmp_path):

@@ -1,0 +1,153 @@
+"""Start notebook 15's two-rank runs, or find their recordings.
+
+:func:`run` starts ``torchrun`` with :mod:`helpers.ddp_train` in a subprocess,
+shows its progress line by line, and waits: on two GPUs over NCCL when this
+machine has them, otherwise on the CPU over gloo (two processes on this
+machine), so that the distributed code always runs somewhere. :func:`recorded`
+returns the pair recorded on two H200s (``traces/reference/<set>/ddp/<name>/``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import ROOT
+from .reference import NotRecorded, reference_set
+
+RUNS = ROOT / "traces" / "runs" / "ddp"
+
+#: the runs notebook 15 asks about: name -> the script's options
+SCENARIOS: dict[str, list[str]] = {
+    "base": [],
+    "bucket100": ["--bucket-mb", "100"],
+    "straggler": ["--straggle-ms", "5"],
+    "nosync4": ["--accumulate", "4"],
+}
+
+
+class LaunchFailed(RuntimeError):
+    """torchrun exited with an error; the message holds the last lines it printed."""
+
+
+@dataclass
+class RankRun:
+    """A folder of rank traces and where it came from."""
+
+    name: str
+    folder: Path
+    source: str  # in words: "recorded now on 2 x NVIDIA H200 (nccl)" / "recorded on ..."
+    backend: str
+
+
+def _torchrun() -> list[str]:
+    exe = shutil.which("torchrun")
+    return [exe] if exe else [sys.executable, "-m", "torch.distributed.run"]
+
+
+def run(name: str = "base", *, gpus: int | None = None, out_root: Path = RUNS, quiet: bool = False,
+        timeout: float = 600) -> RankRun:
+    """Run scenario ``name`` with two ranks here and wait for it; NCCL on two GPUs, else gloo on the CPU."""
+    import torch  # only to count GPUs: the ranks run in their own processes
+
+    if name not in SCENARIOS:
+        raise ValueError(f"no run {name!r}: there are {', '.join(SCENARIOS)}")
+    have = torch.cuda.device_count() if gpus is None else gpus
+    nproc = 2
+    backend = "nccl" if have >= nproc else "gloo"
+    out = out_root / (name if backend == "nccl" else f"{name}-cpu")
+    shutil.rmtree(out, ignore_errors=True)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    if backend == "gloo":
+        env["CUDA_VISIBLE_DEVICES"] = ""  # the ranks must not pick up a single GPU between them
+        extra = ["--width", "512", "--batch", "64"]  # the CPU is slower: a smaller model, same structure
+    else:
+        extra = []
+    cmd = _torchrun() + ["--standalone", f"--nproc_per_node={nproc}", "-m", "helpers.ddp_train",
+                         "--out", str(out)] + SCENARIOS[name] + extra
+    t0 = time.perf_counter()
+    lines: list[str] = []
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        lines.append(line.rstrip())
+        if not quiet and not line.startswith(("USDT", "INFO")):
+            print(f"  [{time.perf_counter() - t0:5.1f} s] {line.rstrip()}", flush=True)
+    code = proc.wait(timeout=timeout)
+    if code != 0 or not (out / "rank0.json").is_file():
+        tail = "\n".join(lines[-8:]) or "no output"
+        raise LaunchFailed(f"torchrun exited with status {code} for run {name!r}:\n{tail}")
+    if not quiet:
+        print(f"  done in {time.perf_counter() - t0:.1f} s: {', '.join(p.name for p in sorted(out.glob('rank*.json')))}")
+    where = f"2 x {torch.cuda.get_device_name(0)}" if backend == "nccl" else "this CPU, 2 processes"
+    return RankRun(name, out, f"recorded now on {where} ({backend})", backend)
+
+
+def recorded(name: str = "base") -> RankRun:
+    """The pair recorded on two GPUs for scenario ``name``, from the reference set."""
+    ref = reference_set()
+    folder = ref.path / "ddp" / name
+    if not (folder / "rank0.json").is_file():
+        raise NotRecorded(f"The reference set {ref.path.name} has no two-GPU recording of {name!r} "
+                          f"(looked in {folder}). Record it on a machine with two GPUs: "
+                          "python -m helpers.ddp record")
+    return RankRun(name, folder, f"recorded on 2 x {ref.gpu} (nccl), {ref.date}", "nccl")
+
+
+def run_info(r: RankRun) -> dict:
+    """What the run recorded about itself (``run.json``: model size, gradient bytes, bucket cap, backend, versions)."""
+    import json
+
+    path = r.folder / "run.json"
+    if not path.is_file():
+        raise NotRecorded(f"{r.folder} has no run.json: record the pair again (python -m helpers.ddp record)")
+    return json.loads(path.read_text())
+
+
+def gpu_count() -> int:
+    """GPUs this process can see (0 without torch's CUDA)."""
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def pair(name: str = "base") -> RankRun:
+    """Notebook 15's two ranks: run now on two GPUs when the series runs live and has them, else the recorded pair."""
+    from .mode import environment
+
+    e = environment()
+    if e.live and gpu_count() >= 2:
+        return run(name)
+    return recorded(name)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m helpers.ddp record``: record every scenario on this machine's GPUs into the reference set."""
+    import json
+
+    import torch
+
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] != ["record"]:
+        print("usage: python -m helpers.ddp record", file=sys.stderr)
+        return 2
+    if torch.cuda.device_count() < 2:
+        print("ddp record: two GPUs are needed for the reference pair; this machine has "
+              f"{torch.cuda.device_count()}.", file=sys.stderr)
+        return 2
+    from .tags import slug
+
+    dest = ROOT / "traces" / "reference" / slug(torch.cuda.get_device_name(0)) / "ddp"
+    for name in SCENARIOS:
+        r = run(name, out_root=dest)
+        print(json.dumps({"recorded": name, "folder": str(r.folder)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,109 @@
+"""The two-rank training loop of notebook 15, one process per rank, started by ``torchrun``.
+
+    torchrun --standalone --nproc_per_node=2 -m helpers.ddp_train --out traces/runs/ddp/base
+
+Each rank trains the same MLP wrapped in ``DistributedDataParallel``, profiles
+``wait=1, warmup=1, active=3`` steps and writes ``rank<r>.json`` (the profiler
+adds the rank and world size to the trace's header). NCCL on GPUs, gloo on
+the CPU. Options plant what the notebook asks about: ``--straggle-ms`` makes
+rank 1 start every step late, ``--accumulate K`` runs K micro-batches per
+optimizer step with gradient sync only on the last (``no_sync``),
+``--bucket-mb`` sets DDP's gradient bucket size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+
+def _model(width: int, layers: int, device: str):
+    from torch import nn
+
+    blocks = []
+    for _ in range(layers):
+        blocks += [nn.Linear(width, width, device=device), nn.GELU()]
+    return nn.Sequential(*blocks, nn.Linear(width, 10, device=device))
+
+
+def main(argv: list[str] | None = None) -> None:
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    from torch.profiler import ProfilerActivity, record_function, schedule
+
+    ap = argparse.ArgumentParser(prog="python -m helpers.ddp_train", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", required=True, help="folder for rank<r>.json")
+    ap.add_argument("--width", type=int, default=2048)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--bucket-mb", type=float, default=25.0, help="DDP's bucket_cap_mb (25 is its default)")
+    ap.add_argument("--accumulate", type=int, default=1, help="micro-batches per optimizer step (no_sync on all but the last)")
+    ap.add_argument("--straggle-ms", type=float, default=0.0, help="rank 1 sleeps this long at the start of every step")
+    a = ap.parse_args(argv)
+
+    cuda = torch.cuda.is_available() and torch.cuda.device_count() >= int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    if cuda:
+        torch.cuda.set_device(local)
+    dist.init_process_group("nccl" if cuda else "gloo")
+    device = f"cuda:{local}" if cuda else "cpu"
+    torch.manual_seed(0)  # the same initial weights on every rank, as DDP expects
+    model = DDP(_model(a.width, a.layers, device), device_ids=[local] if cuda else None, bucket_cap_mb=a.bucket_mb)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    torch.manual_seed(1 + rank)  # each rank its own data
+    x = torch.randn(a.batch, a.width, device=device)
+    y = torch.randint(0, 10, (a.batch,), device=device)
+
+    def micro() -> None:
+        with record_function("forward"):
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+        with record_function("backward"):
+            loss.backward()
+
+    def step() -> None:
+        if a.straggle_ms and rank == 1:
+            with record_function("straggle"):
+                time.sleep(a.straggle_ms / 1e3)
+        for k in range(a.accumulate):
+            last = k == a.accumulate - 1
+            if last:
+                micro()
+            else:
+                with model.no_sync():  # gradients add up locally; no all-reduce until the last micro-batch
+                    micro()
+        with record_function("optimizer"):
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+    for _ in range(3):  # warm-up, as everywhere in the series
+        step()
+    if cuda:
+        torch.cuda.synchronize()
+    dist.barrier()
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    with torch.profiler.profile(activities=activities, schedule=schedule(wait=1, warmup=1, active=3, repeat=1)) as prof:
+        for _ in range(5):
+            with record_function("train_step"):
+                step()
+            prof.step()
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    prof.export_chrome_trace(str(out / f"rank{rank}.json"))
+    if rank == 0:
+        grads = sum(p.numel() * p.element_size() for p in model.parameters())
+        (out / "run.json").write_text(json.dumps({
+            "world_size": dist.get_world_size(), "backend": dist.get_backend(), "device": device.split(":")[0],
+            "gpu": torch.cuda.get_device_name(local) if cuda else None, "torch": torch.__version__,
+            "gradient_bytes": grads, "bucket_mb": a.bucket_mb, "accumulate": a.accumulate,
+            "straggle_ms": a.straggle_ms, "width": a.width, "layers": a.layers, "batch": a.batch}) + "\n")
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
