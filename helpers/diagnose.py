@@ -9,11 +9,13 @@ what to try. Like the facts it builds on, this module imports no torch.
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
-from typing import Callable
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from . import facts
 from . import kernel_kinds as kk
+from . import step_facts as sf
 from .report import nbytes, short, us
 from .trace import CPU_OP, DRIVER, MEMCPY, RUNTIME, Trace
 
@@ -43,6 +45,12 @@ class Context:
 
     trace: Trace
     summary: facts.Summary
+    cache: dict[str, Any] = field(default_factory=dict)  # what more than one rule reads, computed once
+
+    def once(self, key: str, compute: Callable[[], Any]) -> Any:
+        if key not in self.cache:
+            self.cache[key] = compute()
+        return self.cache[key]
 
 
 Rule = Callable[[Context], "Finding | None"]
@@ -61,6 +69,14 @@ def _overhead(c: Context) -> Finding | None:
         if n:
             med = statistics.median(facts.durations(c.trace))
             evidence.append(f"{n} pieces of GPU work, median {us(med)} each")
+        loading = _input(c)
+        if loading is not None and loading.bound:
+            # The CPU time is mostly the DataLoader's: launch-side advice would miss the cause.
+            evidence.append(f"the DataLoader's __next__ takes {loading.share:.0%} of the recorded steps "
+                            "(see input-bound): much of that CPU time is spent preparing data, not launching work")
+            return Finding("overhead-bound", "Overhead-bound: the GPU waits for the CPU", ISSUE, evidence,
+                           "feed the GPU first (see input-bound: DataLoader workers, pinned memory); fewer or larger "
+                           "launches only matter once the input no longer sets the pace", "02")
         return Finding("overhead-bound", "Overhead-bound: the GPU waits for the CPU", ISSUE, evidence,
                        "give each launch more work (larger batches or tensors), launch fewer kernels (fuse ops with "
                        "torch.compile, CUDA graphs), and keep Python out of the hot loop", "02")
@@ -90,10 +106,23 @@ def _cold_start(c: Context) -> Finding | None:
              if any(w in n for w in ("Malloc", "Attribute", "Occupancy", "GetDevice", "Module", "Library"))}
     if setup:
         ev.append("set-up calls inside it: " + ", ".join(f"{k} x {n}" for n, k in list(setup.items())[:4]))
-    return Finding("cold-start", "Wide first step: one-time costs, of the program or of the profiler, in the recording",
-                   ISSUE, ev,
-                   "run a few untimed warm-up steps before profiling, or use schedule(wait=1, warmup=1, ...) so "
-                   "start-up stays out of the recorded steps", "03")
+    advice = ("run a few untimed warm-up steps before profiling, or use schedule(wait=1, warmup=1, ...) so "
+              "start-up stays out of the recorded steps")
+    title = "Wide first step: one-time costs, of the program or of the profiler, in the recording"
+    loading = _input(c)
+    if loading is not None:
+        waited = sum(s.dur_us for s in loading.spans if s.step == first.name)
+        later = [s.dur_us for s in loading.spans if s.step is not None and s.step != first.name]
+        usual_wait = statistics.median(later) if later else 0.0
+        if waited - usual_wait >= 0.5 * (first.dur_us - rest):
+            # The extra time is the DataLoader's: warm-up advice would miss it.
+            ev.append(f"the DataLoader's __next__ took {us(waited)} of it, against {us(usual_wait)} (median) in "
+                      "later steps: most of the extra time went to waiting for a batch")
+            title = "Wide first step: a wait for data"
+            advice = ("the extra time was a wait for data, not start-up (see input-bound when it fires); one "
+                      "hypothesis: worker processes had drained the batches they prepared ahead "
+                      "(num_workers x prefetch_factor); a longer recording tells whether the wait comes back")
+    return Finding("cold-start", title, ISSUE, ev, advice, "03")
 
 
 def _occupancy_queries(c: Context) -> Finding | None:
@@ -248,8 +277,235 @@ def _tiny_kernels(c: Context) -> Finding | None:
                    "fuse small ops (torch.compile), batch work, or capture the sequence in a CUDA graph", "09")
 
 
-RULES: list[Rule] = [_overhead, _cold_start, _occupancy_queries, _profiler_flush, _bias_copy, _buffer_request,
-                     _variance, _compile, _tiny_kernels]
+# --- volume two: the training step (12), memory (13), the input pipeline (14) -------------------
+
+SYNC_DEBUG = "https://docs.pytorch.org/docs/stable/generated/torch.cuda.set_sync_debug_mode.html"
+DATALOADER_DOCS = "https://docs.pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading"
+PINNED_DOCS = "https://docs.pytorch.org/tutorials/intermediate/pinmem_nonblock.html"
+TF32_DOCS = "https://docs.pytorch.org/docs/stable/generated/torch.set_float32_matmul_precision.html"
+TF32_NOTE = "https://docs.pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-later-devices"
+#: the DataLoader's share of the recorded steps at or above which a run is input-bound
+INPUT_BOUND_SHARE = 0.25
+#: ... when the GPU is idle for at least this share of the DataLoader's time
+INPUT_IDLE_SHARE = 0.5
+#: pageable copies to the GPU smaller than this, in all, are not worth a finding (a label tensor, a scalar)
+PAGEABLE_BYTES = 1 << 20
+#: float32 GEMMs on the CUDA cores at or above this share of GEMM time make a finding
+FP32_GEMM_SHARE = 0.25
+
+
+@dataclass
+class _Loading:
+    spans: list[sf.LoaderSpan]
+    loader_us: float  # DataLoader time inside the recorded steps (or the window, without steps)
+    total_us: float  # the recorded steps' time (or the window)
+    idle_us: float | None  # GPU idle time inside those spans
+
+    @property
+    def share(self) -> float:
+        return self.loader_us / self.total_us if self.total_us > 0 else 0.0
+
+    @property
+    def idle_share(self) -> float | None:
+        return self.idle_us / self.loader_us if self.idle_us is not None and self.loader_us > 0 else None
+
+    @property
+    def bound(self) -> bool:
+        idle = self.idle_share
+        return self.share >= INPUT_BOUND_SHARE and idle is not None and idle >= INPUT_IDLE_SHARE
+
+
+def _input(c: Context) -> _Loading | None:
+    """The DataLoader's time against the recorded steps', shared by input-bound and overhead-bound."""
+    def compute() -> _Loading | None:
+        spans = sf.dataloader_spans(c.trace)
+        if not spans:
+            return None
+        st = c.summary.steps
+        inside = [s for s in spans if s.step is not None] if st else spans
+        total = sum(x.dur_us for x in st) if st else c.summary.balance.window_us
+        idle = [s.gpu_idle_us for s in inside]
+        return _Loading(inside, sum(s.dur_us for s in inside), total,
+                        None if any(x is None for x in idle) else sum(idle))
+    return c.once("input", compute)
+
+
+def _input_bound(c: Context) -> Finding | None:
+    loading = _input(c)
+    if loading is None or not loading.bound:
+        return None
+    where = "the recorded steps" if c.summary.steps else "the recorded window"
+    ev = [f"the DataLoader's __next__ took {us(loading.loader_us)} of the {us(loading.total_us)} of {where} "
+          f"({loading.share:.0%}); the GPU was idle for {loading.idle_share:.0%} of that time"]
+    per_step = [f"{s.step}: {us(s.dur_us)}" + (f" ({s.step_share:.0%} of it)" if s.step_share is not None else "")
+                for s in loading.spans[:4]]
+    if per_step:
+        ev.append("per step: " + ", ".join(per_step) + (" ..." if len(loading.spans) > 4 else ""))
+    names = {s.name for s in loading.spans}
+    if any("_SingleProcessDataLoaderIter" in n for n in names):
+        ev.append("_SingleProcessDataLoaderIter: the batches are made in the main process (num_workers=0), "
+                  "between the steps")
+    return Finding("input-bound", "Input-bound: the GPU waits for the DataLoader", ISSUE, ev,
+                   "prepare batches while the GPU trains: DataLoader(num_workers=N, persistent_workers=True) makes "
+                   "them in other processes; make each sample cheaper (decode once, augment on the GPU); then check "
+                   f"that the DataLoader span shrinks to a queue read ({DATALOADER_DOCS})", "14")
+
+
+def _syncs(c: Context) -> list[sf.Sync]:
+    return c.once("syncs", lambda: sf.hidden_syncs(c.trace))
+
+
+def _sync_text(group: list[sf.Sync]) -> str:
+    s = group[0]
+    what = s.cause_op or s.op or s.calls[-1]
+    where = f" under '{s.annotation}'" if s.annotation else ""
+    copy = ""
+    if s.copy:
+        sizes = sorted({x.copy_bytes for x in group if x.copy_bytes is not None})
+        size = "" if not sizes else f" of {nbytes(sizes[0])}" + (f" to {nbytes(sizes[-1])}" if len(sizes) > 1 else "")
+        copy = f", {s.copy}{size}"
+    idle = [x.gpu_idle_after_us for x in group if x.gpu_idle_after_us is not None]
+    after = f"; then the GPU idles {us(statistics.median(idle))} (median) until the CPU launches more" if idle else ""
+    usual = f" (usually {s.cause})" if s.cause else ""
+    mean = us(sum(x.dur_us for x in group) / len(group))
+    return f"{len(group)} x {what}{where}: {' + '.join(s.calls)}{copy}, {mean} on average{after}{usual}"
+
+
+def _hidden_sync(c: Context) -> Finding | None:
+    syncs = [s for s in _syncs(c) if not s.explicit]
+    if not syncs:
+        return None
+    groups: dict[tuple, list[sf.Sync]] = {}
+    for s in syncs:
+        groups.setdefault((s.cause_op or s.op or s.calls[-1], s.annotation, s.copy), []).append(s)
+    ordered = sorted(groups.values(), key=lambda g: -sum(x.dur_us for x in g))
+    steps_with = {s.step for s in syncs if s.step}
+    head = f"{len(syncs)} waits for the GPU inside the recorded steps"
+    if c.summary.steps:
+        head += f" (in {len(steps_with)} of {len(c.summary.steps)} steps)"
+    ev = [head + f", {us(sum(s.dur_us for s in syncs))} in the calls that wait"]
+    ev += [_sync_text(g) for g in ordered[:5]]
+    tips = []
+    causes = {s.cause_op for s in syncs}
+    if "aten::_local_scalar_dense" in causes or "aten::is_nonzero" in causes:
+        tips.append("keep values such as the loss on the GPU and read them (.item()) every N steps, not every step; "
+                    "decide with tensor ops (torch.where) instead of `if tensor:`")
+    if "aten::nonzero" in causes or "aten::masked_select" in causes:
+        tips.append("replace boolean-mask indexing, whose output size only the GPU knows, by fixed-size ops "
+                    "(torch.where, multiplying by the mask)")
+    if any(s.copy and sf._host_memory(s.copy) is not None for s in syncs):
+        tips.append("copy to the GPU from pinned memory with .to(device, non_blocking=True)")
+    if any(s.copy and sf._is_to_host(s.copy) for s in syncs):
+        tips.append("copy results to the CPU less often, or into pinned memory with non_blocking=True and read them "
+                    "after a later synchronize")
+    tips.append(f"torch.cuda.set_sync_debug_mode('warn') names each line that synchronizes ({SYNC_DEBUG}; "
+                f"when a copy call waits: {sf.SYNC_BEHAVIOUR})")
+    return Finding("hidden-sync", "Hidden synchronizations: the CPU waits for the GPU inside the step", ISSUE, ev,
+                   "; ".join(tips), "12")
+
+
+def _pageable_copies(c: Context) -> Finding | None:
+    copies = sf.h2d_copies(c.trace)
+    pageable = [x for x in copies if x.memory == "pageable"]
+    size = sum(x.bytes or 0 for x in pageable)
+    if not pageable or size < PAGEABLE_BYTES:
+        return None
+    ev = []
+    for x in pageable:
+        rate = f", {x.gb_per_s:.1f} GB/s" if x.gb_per_s is not None else ""
+        ev.append(f"{x.count} x {x.name}: {nbytes(x.bytes or 0)} in {us(x.total_us)} on the GPU{rate}")
+    for x in copies:
+        if x.memory == "pinned" and x.gb_per_s is not None:
+            ev.append(f"against {x.count} x {x.name} in the same trace: {x.gb_per_s:.1f} GB/s")
+    waits = [s for s in _syncs(c) if s.copy and "Pageable -> Device" in s.copy]
+    if waits:
+        ev.append(f"{len(waits)} of them made the CPU wait ({' + '.join(waits[0].calls)} under "
+                  f"{waits[0].cause_op or waits[0].op})")
+    return Finding("pageable-copies", "Copies to the GPU from pageable memory", ISSUE, ev,
+                   "pin the batches (DataLoader(pin_memory=True), which pins in a background thread) and copy with "
+                   ".to(device, non_blocking=True), so that the copy goes by DMA without a staging buffer and the CPU "
+                   f"need not wait; pinning each tensor yourself costs time too ({PINNED_DOCS}; {sf.SYNC_BEHAVIOUR})",
+                   "14")
+
+
+def _fp32_gemms(c: Context) -> Finding | None:
+    t = c.trace
+    cc = sf.compute_capability(t)
+    if cc is None or cc < (8, 0) or not sf.is_nvidia(t):  # TF32 tensor cores came with sm_80
+        return None
+    groups = sf.gemm_precision(t, c.summary.kernels)
+    simt = next((g for g in groups if g.math == kk.FP32_SIMT), None)
+    if simt is None or simt.share < FP32_GEMM_SHARE:
+        return None
+    total = sum(g.total_us for g in groups)
+    ev = [f"{simt.count} GEMM kernels, {us(simt.total_us)} of {us(total)} GEMM time ({simt.share:.0%}), have "
+          f"names that say float32 on the CUDA cores (SIMT, FFMA), e.g. {short(simt.names[0], 70)}",
+          f"this GPU ({t.device_name}, compute capability {cc[0]}.{cc[1]}) has tensor cores that run TF32, "
+          "from compute capability 8.0 on"]
+    tf32 = next((g for g in groups if g.math == kk.TF32), None)
+    if tf32:
+        ev.append(f"{tf32.count} other GEMM kernels use TF32 ({us(tf32.total_us)}): TF32 is allowed for some "
+                  "ops only (cuDNN's convolutions allow it by default, cuBLAS's matmuls do not)")
+    names = set(simt.names)
+    ops = Counter(_op_chain(t, j) for j in facts.gpu_work(t) if t.name_of(j) in names)
+    if ops:
+        ev.append("launched under " + ", ".join(f"{op} x {n}" for op, n in ops.most_common(4)))
+    return Finding("fp32-gemm", "float32 GEMMs without tensor cores on a GPU that has them", ISSUE, ev,
+                   "likely TF32 is off for matmuls (PyTorch's default): if float32's last bits do not matter, "
+                   "torch.set_float32_matmul_precision('high') lets cuBLAS use TF32 tensor cores, or run the forward "
+                   "under torch.autocast(dtype=torch.bfloat16); if these GEMMs were meant to be 16-bit, look where "
+                   f"their inputs became float32 (the ops above) ({TF32_DOCS}; {TF32_NOTE})", "12")
+
+
+def _op_chain(t: Trace, j: int) -> str:
+    """The innermost ATen op around the launch of GPU work ``j`` and, if another, the outermost one."""
+    i = t.launch_of(j)
+    if i < 0:
+        return "no launch call in the trace"
+    ops = [t.name_of(p) for p in t.ancestors(i) if t.group_of(p) == CPU_OP]
+    if not ops:
+        return "no op"
+    return ops[0] if len(ops) == 1 else f"{ops[0]} (in {ops[-1]})"
+
+
+_LOOP_OPS = ("aten::_foreach_", "aten::_fused_")
+
+
+_ADAM_STEPS = ("Optimizer.step#Adam.step", "Optimizer.step#AdamW.step")  # torch.optim's spans: the classes with fused=
+
+
+def _unfused_optimizer(c: Context) -> Finding | None:
+    t = c.trace
+    if not any(t.indices(name=n) for n in _ADAM_STEPS):
+        return None
+    calls = [o for o in sf.optimizer_work(t, None)
+             if o.optimizer in ("Adam", "AdamW") and o.implementation in (sf.FOREACH, sf.LOOP) and o.launches > 0]
+    if not calls or not any(ln.is_gpu for ln in t.lanes):
+        return None
+    impl = calls[0].implementation
+    cls = calls[0].optimizer
+    launches = statistics.median(o.launches for o in calls)
+    gpu = statistics.median(o.gpu_us for o in calls)
+    if impl == sf.FOREACH:
+        foreach = [f"{n} x {op}" for op, n in calls[0].ops.items() if op.startswith("aten::_foreach_")]
+        how = "the foreach implementation (" + ", ".join(foreach[:4]) + (", ..." if len(foreach) > 4 else "") + ")"
+    else:
+        per_param = [f"{n} x {op}" for op, n in calls[0].ops.items() if not op.startswith(_LOOP_OPS)][:4]
+        how = "the for-loop implementation, ops per parameter (" + ", ".join(per_param) + ")"
+    ev = [f"{len(calls)} x Optimizer.step#{cls}.step: {how}",
+          f"{launches:g} pieces of GPU work and {us(gpu)} of GPU time per step (median)"]
+    steps_gpu = c.summary.balance.device_us
+    if steps_gpu > 0:
+        ev.append(f"{sum(o.gpu_us for o in calls) / steps_gpu:.0%} of the trace's GPU time")
+    return Finding("unfused-optimizer", f"{cls} without fused=True: the optimizer step in more kernels than needed",
+                   ISSUE, ev,
+                   f"{cls}(..., fused=True) (see {sf.ADAMW_DOCS}) updates the parameters in fused kernels: likely fewer "
+                   "launches and less GPU time per step; measure the step before and after", "12")
+
+
+RULES: list[Rule] = [_input_bound, _overhead, _cold_start, _occupancy_queries, _profiler_flush, _bias_copy,
+                     _buffer_request, _variance, _compile, _tiny_kernels, _hidden_sync, _pageable_copies,
+                     _fp32_gemms, _unfused_optimizer]
 
 
 def diagnose(trace: Trace) -> list[Finding]:

@@ -19,6 +19,7 @@ from typing import Any
 
 from . import hardware
 from . import kernel_kinds as kk
+from .memory import MemoryPeak, memory_peaks
 from .trace import (ANNOTATION, CPU_GROUPS, CPU_OP, DRIVER, GPU_WORK, MEMCPY, MEMSET, RUNTIME,
                     Trace, _gc_paused, covered, lane_spans)
 from .spans import clipped, intersection_us
@@ -661,6 +662,7 @@ class Summary:
     gaps: list[Gap]
     artifacts: Artifacts
     compiled: Compiled
+    memory: list[MemoryPeak] = field(default_factory=list)  # per device, from the [memory] events; [] without them
 
     @property
     def verdict(self) -> str | None:
@@ -692,6 +694,11 @@ class Summary:
             "annotation_gaps": [asdict(g) for g in self.gaps[:50]],
             "artifacts": asdict(self.artifacts),
             "compiled": asdict(self.compiled),
+            "memory": [{"device": m.device, "events": m.events, "peak_allocated_bytes": m.peak_allocated,
+                        "peak_allocated_us": round(m.peak_allocated_us, 3), "peak_allocated_step": m.peak_allocated_step,
+                        "peak_allocated_in": m.peak_allocated_in, "peak_reserved_bytes": m.peak_reserved,
+                        "peak_reserved_us": round(m.peak_reserved_us, 3), "allocated_before_bytes": m.allocated_before}
+                       for m in self.memory],
         }
 
 
@@ -716,6 +723,7 @@ def summarize(trace: Trace) -> Summary:
         gaps=annotation_gaps(trace),
         artifacts=artifacts(trace),
         compiled=compiled(trace),
+        memory=memory_peaks(trace),
     )
 
 

@@ -92,3 +92,50 @@ def is_occupancy_query(call: str) -> bool:
 
 def is_synchronize(call: str) -> bool:
     return "Synchronize" in call
+
+
+# --- which arithmetic a GEMM kernel uses, from its name -------------------------------------
+#
+# Read off the kernel names in the H200 reference set (torch 2.11, cuBLAS 13) and in the
+# external A100 traces:
+#   fp32, TF32 off: cutlass_80_simt_sgemm_256x128_8x4_nt_align1, sm80_xmma_gemm_f32f32_f32f32_f32_..._ffma_...,
+#                   ampere_sgemm_128x64_nn, sgemm_largek_lds64 (A100)
+#   TF32 on:        cutlass_80_tensorop_s1688gemm_128x256_16x3_nt_align4, sm90_xmma_gemm_f32f32_tf32f32_f32_...,
+#                   sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_... (cuDNN, A100)
+#   bf16 autocast:  nvjet_sm90_tst_128x256_64x4_2x1_v_bz_coopA_NTN, cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_...
+# SIMT means the CUDA cores' fused multiply-add (FFMA), one multiply-add per thread per
+# instruction, not the tensor cores' matrix instructions.
+
+FP32_SIMT = "fp32 (CUDA cores)"
+TF32 = "tf32 (tensor cores)"
+HALF = "16-bit (tensor cores)"
+EIGHT_BIT = "8-bit (tensor cores)"
+TENSOR_CORES = "tensor cores (type not in the name)"
+
+_SIMT = re.compile(r"(?:^|[^a-z0-9])sgemm|_ffma_|gemm_f32f32_f32f32_f32", re.I)  # sgemm: cuBLAS's float32 GEMM
+_TF32 = re.compile(r"tf32|tensorop_s1688(?:gemm|fprop|dgrad|wgrad)_\d", re.I)
+_HALF = re.compile(r"bf16|f16|fp16|h1688|h16816|h884|hmma|_s16816gemm_|s161616", re.I)
+_EIGHT = re.compile(r"fp8|e4m3|e5m2|i8816|imma|int8", re.I)
+_TENSOR = re.compile(r"nvjet|tensorop|wgmma|wmma|xmma_.*tensor|_s1688|_s16816", re.I)
+
+
+def gemm_math(name: str) -> str | None:
+    """Which arithmetic a GEMM or convolution kernel's name says it uses, or None when the name does not say.
+
+    One of :data:`FP32_SIMT` (float32 on the CUDA cores: no tensor cores),
+    :data:`TF32`, :data:`HALF` (bf16 or fp16), :data:`EIGHT_BIT`, or
+    :data:`TENSOR_CORES` (a tensor-core kernel whose name gives no input type,
+    as Hopper's ``nvjet_...`` kernels). Helper kernels of a GEMM (cuBLAS's
+    split-K reduction) and every name not seen in a trace get None.
+    """
+    if _EIGHT.search(name):
+        return EIGHT_BIT
+    if _TF32.search(name):  # before the 16-bit test: "tf32" ends in "f32", and the names hold "f32" too
+        return TF32
+    if _HALF.search(name):
+        return HALF
+    if _SIMT.search(name):
+        return FP32_SIMT
+    if _TENSOR.search(name):
+        return TENSOR_CORES
+    return None

@@ -25,6 +25,11 @@ def nbytes(b: int) -> str:
     return str(b)
 
 
+def _exact(b: int) -> str:
+    """Bytes in the unit that reads best, with the exact count beside it when that unit rounds."""
+    return nbytes(b) if abs(b) < 1024 else f"{nbytes(b)} ({b:,} B)"
+
+
 def counts_text(counts: dict[str, int]) -> str:
     """``{"gemm": 1, "fill": 1}`` as "1 gemm, 1 fill" ("nothing" when empty)."""
     return ", ".join(f"{n} {kind}" for kind, n in counts.items()) or "nothing"
@@ -124,6 +129,16 @@ def summary_text(s: Summary, top: int = 10) -> str:
             c = a.closing_sync
             idle = f", GPU idle {c['idle_share']:.0%} of it" if c["idle_share"] is not None else ""
             out.append(f"  last {c['name']}: {us(c['dur_us'])}{idle}")
+    if s.memory:
+        out.append("")
+        out.append("memory (from the profiler's [memory] events):")
+        for m in s.memory[:top]:
+            where = ", ".join(x for x in (m.peak_allocated_step, f"in {m.peak_allocated_in}" if m.peak_allocated_in
+                                          else None) if x)
+            out.append(f"  {m.device:<8} peak allocated {_exact(m.peak_allocated)} at "
+                       f"{us(m.peak_allocated_us)}" + (f" ({where})" if where else ""))
+            out.append(f"  {'':<8} peak reserved  {_exact(m.peak_reserved)}; "
+                       f"{m.events:,} events")
     if s.compiled.any:
         out.append("")
         out.append("torch.compile:")

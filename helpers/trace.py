@@ -27,13 +27,13 @@ from typing import Any, Iterable
 from .categories import (ANNOTATION, CPU_GROUPS, CPU_OP, DRIVER, GPU_ANNOTATION, GPU_GROUPS, GPU_WORK, KERNEL,
                          MEMCPY, MEMSET, OTHER, OVERHEAD, PYTHON, RUNTIME, SYNC, category_group)
 from .spans import covered, gc_paused, lane_spans
-from .trace_columns import ColumnBuilder, Columns
+from .trace_columns import ColumnBuilder, Columns, MemoryColumns
 from .trace_json import PARSER, Document
 from .trace_source import TraceError, open_text
 
 _gc_paused = gc_paused  # the name facts.py imports
 
-__all__ = ["TraceError", "Trace", "Event", "Lane", "read_trace", "PARSER", "lane_spans", "covered",
+__all__ = ["TraceError", "Trace", "Event", "Lane", "MemoryColumns", "read_trace", "PARSER", "lane_spans", "covered",
            "category_group", "CPU_OP", "ANNOTATION", "RUNTIME", "DRIVER", "KERNEL", "MEMCPY", "MEMSET",
            "GPU_ANNOTATION", "PYTHON", "OVERHEAD", "SYNC", "OTHER", "GPU_GROUPS", "GPU_WORK", "CPU_GROUPS"]
 
@@ -106,6 +106,11 @@ class Trace:
     duration (microseconds since the first event), a lane (CPU thread or GPU
     stream), a correlation id linking a launch call to the GPU work it
     started, and, for GPU work, its args (registers, grid, bytes...).
+
+    Beside them: ``memory``, the profiler's ``[memory]`` events (their times
+    on the same clock, so a sample may fall before the first timed event),
+    and, for CPU ops that have one, autograd's sequence number
+    (:meth:`sequence_of`).
     """
 
     def __init__(self, path: Path, columns: Columns | None = None, meta: dict | None = None) -> None:
@@ -122,6 +127,11 @@ class Trace:
         self.lane: array = c.lane  # per event: its lane's index in ``lanes``
         self.corr: array = c.corr  # per event: correlation id, or -1
         self.args: dict[int, dict] = c.args  # GPU work and the profiler's events: their kept args
+        self.memory: MemoryColumns = c.memory  # the [memory] events, in file order
+        self.seq_event: array = c.seq_event  # CPU ops with a sequence number: their indices, ascending
+        self.seq_number: array = c.seq_number  # ... their "Sequence number"
+        self.seq_fwd_thread: array = c.seq_fwd_thread  # ... their "Fwd thread id" (-1: none)
+        self._seq: dict[int, int] | None = None  # event index -> position in the seq columns, once asked
         self.lanes: list[Lane] = [_lane(c, li) for li in range(len(c.lane_keys))]
         self._lane_gpu = [ln.is_gpu for ln in self.lanes]
         self.t0 = 0.0  # raw timestamp of the first event, microseconds
@@ -129,6 +139,8 @@ class Trace:
             self.t0 = t0 = min(self.ts)
             if t0:
                 self.ts = _shifted(self.ts, t0)
+                if len(self.memory):
+                    self.memory.ts = _shifted(self.memory.ts, t0)
         self._parent: array | None = None
         self._order: array | None = None  # the CPU events in the order nesting visits them
         self._children: dict[int, list[int]] | None = None
@@ -181,6 +193,19 @@ class Trace:
 
     def __repr__(self) -> str:
         return f"<Trace {self.path.name}: {len(self)} events, {len(self.lanes)} lanes, {self.device_name or 'no GPU'}>"
+
+    def sequence_of(self, i: int) -> tuple[int, int] | None:
+        """Event ``i``'s autograd "Sequence number" and "Fwd thread id" (-1 if absent), or None.
+
+        A forward op and the backward node autograd recorded for it carry the
+        same sequence number. On a backward op, "Fwd thread id" is the
+        profiler's number for the thread that ran the forward op, not the OS
+        thread id the lanes show (the H200 traces: 1 on backward ops, 0 on forward ops).
+        """
+        if self._seq is None:
+            self._seq = {i: k for k, i in enumerate(self.seq_event)}
+        k = self._seq.get(i)
+        return None if k is None else (self.seq_number[k], self.seq_fwd_thread[k])
 
     def group_of(self, i: int) -> str:
         return self.cat_groups[self.cat_id[i]]

@@ -4,22 +4,26 @@
 is a :class:`~helpers.trace_source.TraceError` naming it) and keeps, per timed
 event, a name code, a category code, start, duration, lane code and
 correlation id; of the args, only those of GPU work (registers, grid, bytes...)
-and of the profiler's own events. Batches that msgspec type-checked and that
-hold only complete events (``ph`` "X", with flows and instants around them)
-take a path that works a column at a time; anything else goes event by event.
-Both give the same columns.
+and of the profiler's own events, and of CPU ops the two that link a backward
+op to its forward op (``Sequence number``, ``Fwd thread id``), in columns of
+their own. The profiler's ``[memory]`` instant events go to columns of their
+own too (:class:`MemoryColumns`), apart from the timed events, whose nesting
+assumes complete events. Batches that msgspec type-checked and that hold only
+complete events (``ph`` "X", with flows and instants around them) take a path
+that works a column at a time; anything else goes event by event. Both give
+the same columns.
 """
 
 from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass, field
-from itertools import compress
-from operator import attrgetter
+from itertools import compress, repeat
+from operator import attrgetter, is_not
 from pathlib import Path
 from typing import Any
 
-from .categories import GPU_GROUPS, OVERHEAD, category_group
+from .categories import CPU_OP, GPU_GROUPS, OVERHEAD, category_group
 from .trace_json import ARG_CLASSES, CORR_LIMIT, LIMIT, PlainEvent, RawEvent, UNSET, _a, args_dict, get_correlation
 
 try:
@@ -31,6 +35,9 @@ from .trace_source import TraceError
 _KEEP_ARGS = GPU_GROUPS | {OVERHEAD}  # groups whose args are kept (the facts read them)
 _EVENT_CLASSES = (RawEvent, PlainEvent)
 _NOT_COMPLETE = frozenset({"B", "E", "M"})  # phases that the column-at-a-time path leaves to the event loop
+_INSTANT = frozenset({"i", "I"})  # "I" is the Chrome format's older spelling
+MEMORY_EVENT = "[memory]"  # Kineto's name for an allocation or a free (profile_memory=True)
+_INT64 = 1 << 63  # what the memory and sequence columns hold: signed 64-bit integers
 
 _ph = attrgetter("ph")
 _name = attrgetter("name")
@@ -39,6 +46,51 @@ _pid = attrgetter("pid")
 _tid = attrgetter("tid")
 _ts = attrgetter("ts")
 _dur = attrgetter("dur")
+_seq = attrgetter("args.sequence")
+
+
+@dataclass
+class MemoryColumns:
+    """The profiler's ``[memory]`` events (``profile_memory=True``): one row per allocation or free, file order.
+
+    Each row is the allocator's state just after the event, as Kineto wrote it
+    in the event's args. A ``[memory]`` event that lacks one of these numbers
+    (or holds something else than an integer there) is left out.
+    """
+
+    ts: array = field(default_factory=lambda: array("d"))  # microseconds, as in the file
+    allocated: array = field(default_factory=lambda: array("q"))  # "Total Allocated" after it, bytes
+    reserved: array = field(default_factory=lambda: array("q"))  # "Total Reserved" after it, bytes
+    bytes: array = field(default_factory=lambda: array("q"))  # "Bytes": allocated (+) or freed (-)
+    device_type: array = field(default_factory=lambda: array("q"))  # "Device Type": c10's DeviceType, 1 CUDA, 0 CPU
+    device_id: array = field(default_factory=lambda: array("q"))  # "Device Id" (-1 for the CPU)
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+    def append(self, ts: float, values: tuple[int, int, int, int, int]) -> None:
+        self.ts.append(ts)
+        for column, v in zip((self.allocated, self.reserved, self.bytes, self.device_type, self.device_id), values):
+            column.append(v)
+
+
+def _int64(v: Any) -> bool:
+    return v.__class__ is int and -_INT64 <= v < _INT64  # a bool's class is bool: not counted
+
+
+def memory_sample(e: Any) -> tuple[float, tuple[int, int, int, int, int]] | None:
+    """A ``[memory]`` event's time and numbers (allocated, reserved, bytes, device type, device id), or None."""
+    ts = e.ts
+    t = ts.__class__
+    if (t is not float and t is not int) or not -LIMIT < ts < LIMIT:
+        return None
+    a = e.args
+    if a.__class__ not in ARG_CLASSES:
+        return None
+    values = (a.total_allocated, a.total_reserved, a.alloc_bytes, a.device_type, a.device_id)
+    if not all(map(_int64, values)):
+        return None
+    return ts, values
 
 
 @dataclass
@@ -59,6 +111,11 @@ class Columns:
     lane: array = field(default_factory=lambda: array("l"))
     corr: array = field(default_factory=lambda: array("q"))  # -1: none
     args: dict[int, dict] = field(default_factory=dict)  # event index -> its kept args
+    memory: MemoryColumns = field(default_factory=MemoryColumns)
+    # CPU ops with a "Sequence number" (autograd's link from a backward op to its forward op), ascending:
+    seq_event: array = field(default_factory=lambda: array("l"))  # the op's event index
+    seq_number: array = field(default_factory=lambda: array("q"))  # its "Sequence number"
+    seq_fwd_thread: array = field(default_factory=lambda: array("q"))  # its "Fwd thread id", or -1
 
 
 class _NoName(Exception):
@@ -82,6 +139,7 @@ class ColumnBuilder:
         self.keep_cat: list[bool] = []  # per category: are its args kept
         self.gpu_cat: list[bool] = []
         self.cpu_cat: list[bool] = []  # neither GPU nor the profiler's overhead
+        self.seq_cat: list[bool] = []  # CPU ops: their sequence numbers are kept
         self.i = -1  # index of the last event read, timed or not
         self.n = 0  # timed events so far
 
@@ -94,6 +152,7 @@ class ColumnBuilder:
         self.keep_cat.append(g in _KEEP_ARGS)
         self.gpu_cat.append(g in GPU_GROUPS)
         self.cpu_cat.append(g not in GPU_GROUPS and g != OVERHEAD)
+        self.seq_cat.append(g == CPU_OP)
         return ci
 
     def _new_lane(self, key: tuple) -> int:
@@ -112,9 +171,30 @@ class ColumnBuilder:
             if not kinds & _NOT_COMPLETE:
                 xs = batch if len(kinds) == 1 and "X" in kinds else list(compress(batch, map("X".__eq__, phs)))
                 if self._add_complete(xs):
+                    if not kinds.isdisjoint(_INSTANT):
+                        self._add_memory(compress(batch, map(_INSTANT.__contains__, phs)))
                     self.i += len(batch)
                     return
         self._add_each(batch)
+
+    def _add_memory(self, instants: Any) -> None:
+        """The ``[memory]`` events among these instant events."""
+        memory = self.c.memory
+        for e in instants:
+            if e.name == MEMORY_EVENT:
+                sample = memory_sample(e)
+                if sample is not None:
+                    memory.append(*sample)
+
+    def _add_sequence(self, index: int, args: Any) -> None:
+        """A CPU op's "Sequence number" and "Fwd thread id", where it has an integer one."""
+        s = args.sequence
+        if _int64(s):
+            c = self.c
+            f = args.fwd_thread
+            c.seq_event.append(index)
+            c.seq_number.append(s)
+            c.seq_fwd_thread.append(f if _int64(f) else -1)
 
     @staticmethod
     def _codes(values: list, index: dict, new: Any) -> list:
@@ -154,6 +234,19 @@ class ColumnBuilder:
         args = c.args
         for k in compress(range(len(xs)), map(self.keep_cat.__getitem__, cat_ids)):
             args[n0 + k] = to_builtins(xs[k].args)
+        # Few events carry a sequence number (CPU ops recorded with autograd on): found in C, then checked.
+        seqs = list(map(_seq, xs))
+        found = list(compress(range(len(xs)), map(is_not, seqs, repeat(UNSET))))
+        if found:
+            seq_cat = self.seq_cat
+            seq_event, seq_number, seq_fwd = c.seq_event.append, c.seq_number.append, c.seq_fwd_thread.append
+            for k in found:
+                s = seqs[k]
+                if seq_cat[cat_ids[k]] and s.__class__ is int and -_INT64 <= s < _INT64:
+                    f = xs[k].args.fwd_thread
+                    seq_event(n0 + k)
+                    seq_number(s)
+                    seq_fwd(f if f.__class__ is int and -_INT64 <= f < _INT64 else -1)
         c.name_id.fromlist(name_ids)
         c.cat_id.fromlist(cat_ids)
         c.ts.extend(ts)
@@ -177,7 +270,7 @@ class ColumnBuilder:
         name_ix, cat_ix, lane_ix = self.name_ix, self.cat_ix, self.lane_ix
         lane_gpu, lane_cpu, lane_names, open_b = c.lane_gpu, c.lane_cpu, c.lane_names, self.open_b
         keep_args = c.args
-        keep_cat, gpu_cat, cpu_cat = self.keep_cat, self.gpu_cat, self.cpu_cat
+        keep_cat, gpu_cat, cpu_cat, seq_cat = self.keep_cat, self.gpu_cat, self.cpu_cat, self.seq_cat
         limit, corr_limit = LIMIT, CORR_LIMIT
         i, n = self.i, self.n
         c_name: list[int] = []
@@ -201,8 +294,14 @@ class ColumnBuilder:
                         if type(key[0]) not in (list, dict) and type(key[1]) not in (list, dict):
                             lane_names[key] = args.name
                 continue
+            elif ph == "i" or ph == "I":
+                if e.name == MEMORY_EVENT:
+                    sample = memory_sample(e)
+                    if sample is not None:
+                        c.memory.append(*sample)
+                continue
             elif isinstance(ph, str):
-                continue  # instants, flows, counters: not needed here
+                continue  # flows, counters, other instants: not needed here
             else:
                 raise _bad(path, i, "has no 'ph' (event type) string")
             name = e.name
@@ -261,6 +360,8 @@ class ColumnBuilder:
                 corr = -1
             if keep_cat[ci]:
                 keep_args[n] = args_dict(args)
+            if seq_cat[ci] and args.sequence is not UNSET:
+                self._add_sequence(n, args)
             n += 1
             c_name.append(ni)
             c_cat.append(ci)

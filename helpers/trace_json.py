@@ -34,7 +34,8 @@ _WS = b" \t\r\n"
 _BYTE = re.compile(r"\(byte (\d+)\)")
 
 #: The args keys the reader keeps: what the facts read (launch resources, bytes,
-#: links) and what the memory events carry. Every other key is skipped unparsed.
+#: links), what the memory events carry, and the two that link a backward op to
+#: its forward op. Every other key is skipped unparsed.
 ARG_FIELDS = {
     "correlation": "correlation",
     "external_id": "External id",
@@ -56,6 +57,8 @@ ARG_FIELDS = {
     "alloc_bytes": "Bytes",
     "total_allocated": "Total Allocated",
     "total_reserved": "Total Reserved",
+    "sequence": "Sequence number",
+    "fwd_thread": "Fwd thread id",
 }
 _ARG_ITEMS = tuple(ARG_FIELDS.items())
 LIMIT = 1e300  # larger timestamps and durations are not finite numbers of microseconds

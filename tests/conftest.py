@@ -83,8 +83,11 @@ def cli(*args, env: dict | None = None, timeout: float = 120, encoding: str = "u
 def columns(t) -> tuple:
     """Everything the reader produced, in plain Python values."""
     lanes = [(ln.index, ln.pid, ln.tid, ln.name, ln.is_gpu, ln.is_profiler) for ln in t.lanes]
+    m = t.memory
+    memory = [list(x) for x in (m.ts, m.allocated, m.reserved, m.bytes, m.device_type, m.device_id)]
+    sequence = [list(t.seq_event), list(t.seq_number), list(t.seq_fwd_thread)]
     return (t.name_table, t.cat_table, t.cat_groups, lanes, list(t.name_id), list(t.cat_id), list(t.ts),
-            list(t.dur), list(t.lane), list(t.corr), t.args, t.meta, t.t0)
+            list(t.dur), list(t.lane), list(t.corr), t.args, memory, sequence, t.meta, t.t0)
 
 
 _without_msgspec: ModuleType | None = None
