@@ -109,11 +109,18 @@ def profile_callable(fn, args: tuple, *, label: str, tag: str, out_dir: Path, cu
                                             active=schedule.active, repeat=1)
         with native_log_filter(), torch.profiler.profile(activities=activities, schedule=sched,
                                                          profile_memory=memory) as prof:
+            first_active = schedule.wait + schedule.warmup
+
+            def reset_peaks() -> None:  # the peak over the recorded steps only; outside them, not a wait inside one
+                torch.cuda.synchronize()
+                torch.cuda.reset_peak_memory_stats()
+
+            if memory and cuda and first_active == 0:
+                reset_peaks()
             for n in range(schedule.steps):
-                if memory and cuda and n == schedule.wait + schedule.warmup:
-                    torch.cuda.synchronize()
-                    torch.cuda.reset_peak_memory_stats()  # the peak over the recorded steps only
                 step()
+                if memory and cuda and n + 1 == first_active:
+                    reset_peaks()
                 prof.step()
         note_profiled()
         if memory and cuda:

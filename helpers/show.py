@@ -74,8 +74,8 @@ def timing_caveat(*runs: Any) -> str:
     if not unclean:
         return ""
     return (f" (The unprofiled timing of {', '.join(unclean)} was measured in a kernel that had already run the "
-            "profiler, which leaves a cost behind: on the H200 the same call timed 20 to 30% slower after profiling "
-            "than before. Restart the kernel and run the cell first to get a clean figure.)")
+            "profiler, which can leave a cost behind that slows later calls: read it as an upper bound. Restart the "
+            "kernel and run the cell first to get a clean figure.)")
 
 
 def pre(text: str) -> None:
