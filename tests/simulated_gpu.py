@@ -241,7 +241,7 @@ def _serve_from_reference(gpu: SimulatedGPU, runner: Any) -> None:
     """GPU runs come from the reference set, in this GPU's dtype; CPU runs stay live."""
     from helpers import tags
     from helpers.reference import reference_set
-    from helpers.workload import BackendUnavailable
+    from helpers.workload import BackendUnavailable, Workload
 
     live = {"run_live": runner.run_live, "run_fresh": runner.run_fresh}
 
@@ -254,8 +254,8 @@ def _serve_from_reference(gpu: SimulatedGPU, runner: Any) -> None:
             if w.kind == "attention" and w.p["variant"].startswith("sdpa-"):
                 backend = w.p["variant"].split("-", 1)[1]
                 if backend == "auto":  # what SDPA would pick here, not what it picked on the reference GPU
-                    recorded_w = w.__class__(w.kind, tuple(sorted({**w.p, "variant": f"sdpa-{sdpa_auto(gpu.capability)}"}.items())),
-                                             w.label, w.no_grad)
+                    params = {**w.p, "variant": f"sdpa-{sdpa_auto(gpu.capability)}"}
+                    recorded_w = Workload(w.kind, tuple(sorted(params.items())), w.label, w.no_grad)
                 elif (why := sdpa_unavailable(backend, gpu.capability)) is not None:
                     # what the real probe shows: PyTorch's warning, then no kernel (workload.probe_failure's words)
                     warnings.warn(why, UserWarning, stacklevel=2)
