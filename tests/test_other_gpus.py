@@ -1,0 +1,188 @@
+"""Every notebook on the GPUs a learner meets on Colab, simulated: a T4, an L4 and an A100.
+
+Each run executes a notebook headless in a kernel whose torch reports the simulated GPU, with every GPU run
+served from the reference set in that GPU's dtype (tests/simulated_gpu.py says how, and what it cannot
+simulate). Per run:
+
+(a) the notebook runs to the end;
+(b) every prediction in the journal got a verdict: none is unanswerable on that GPU;
+(c) on the T4, which has no native bf16 and runs the series in fp16, no markdown and no output says bf16 or
+    bfloat16, apart from what the helpers attribute to someone else's run (the article's A100 figures) and
+    the banner's note that this GPU has no bf16;
+(d) every multiple-choice question offers at least two choices, none empty, none twice.
+
+What runs where, to fit ``make test`` on two cores: the T4 runs every notebook (it is where the dtype and the
+SDPA backends change). The L4 and the A100 run only the notebooks whose code depends on the GPU
+(:func:`depends_on_the_gpu`: the mode, the capability, the dtype, the SDPA backends, the datasheets, device
+"cuda"; over 00-11 that is 01, 07, 09, 10 and 11). Found by what changes, running every notebook on all
+three and in recorded mode: the questions' texts and choices differ only in notebook 10 (the SDPA
+backends, T4 against the rest), and the L4's outputs differ from the A100's only in numbers (timings, the
+datasheets' figures). Every notebook on all three took about 3 x 150 s one at a time, above the four
+minutes or so this file may take; the runs go two at a time (:func:`simulated_runs`). Measured times are in
+the branch's report.
+"""
+
+from __future__ import annotations
+
+import re
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+import simulated_gpu as sim
+from simulated_gpu import GPUS, NotebookRun
+
+NOTEBOOKS = sim.notebook_paths()
+
+#: questions that ask for a bet and settle it in a later reveal: their own reveal gives no verdict anywhere
+OPEN_BY_DESIGN = {
+    "08.why-copy": "a bet on an explanation; 08.bias1d's reveal says which one survives",
+}
+
+# What makes a notebook's code depend on the GPU it runs on: each pattern is a value that differs between
+# a T4, an L4 and an A100 (or between live and recorded).
+GPU_DEPENDENT_CODE = re.compile(
+    r"\benv\.(live|capability|gpu|sm_count|gpu_memory_gib|cuda)\b"  # the mode and the hardware
+    r"|\bpick_dtype\b|\bdtype_note\b|\btorch\.(bfloat16|float16)\b"  # the dtype
+    r"|\bBackendUnavailable\b|\bSDPA_BACKENDS\b|\bsdpa_kernel\b"  # the SDPA backends
+    r"|\bdatasheet\w*|\bhardware\.architecture\b"  # per-GPU figures
+    r"|[\"']cuda[\"']|\.cuda\(|\btorch\.cuda\.|\bdevice_count\b"  # anything run on the GPU for real
+)
+
+
+def depends_on_the_gpu(path: Path) -> bool:
+    """True when a code cell of the notebook (the Colab cell aside) uses something that changes with the GPU."""
+    import nbformat
+
+    from helpers.colab import bootstrap_source
+
+    nb = nbformat.read(path, as_version=4)
+    return any(GPU_DEPENDENT_CODE.search(c.source) for c in nb.cells
+               if c.cell_type == "code" and c.source != bootstrap_source())
+
+
+CASES = ([("T4", p) for p in NOTEBOOKS]
+         + [(g, p) for g in ("L4", "A100") for p in NOTEBOOKS if depends_on_the_gpu(p)])
+
+
+class _Runs:
+    """Notebook runs started ahead, two kernels at a time, in the order the tests will ask for them."""
+
+    def __init__(self, wanted: list[tuple[str, Path]], base: Path, workers: int):
+        self._pool = ThreadPoolExecutor(max_workers=workers)
+        self._base = base
+        self._futures: dict[tuple[str, Path], Future] = {}
+        for key in wanted:
+            self._submit(key)
+
+    def _submit(self, key: tuple[str, Path]) -> Future:
+        if key not in self._futures:
+            gpu, path = key
+            self._futures[key] = self._pool.submit(sim.run_notebook, path, GPUS[gpu], self._base / gpu / path.stem)
+        return self._futures[key]
+
+    def get(self, gpu: str, path: Path) -> NotebookRun:
+        return self._submit((gpu, path)).result()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+@pytest.fixture(scope="session")
+def simulated_runs(request, tmp_path_factory):
+    """Every simulated run this session's tests ask for, started at once on up to two workers (two cores)."""
+    import os
+
+    wanted = [(item.callspec.params["gpu"], item.callspec.params["path"]) for item in request.session.items
+              if getattr(item, "originalname", None) == "test_notebook_on_a_simulated_gpu"]
+    runs = _Runs(wanted, tmp_path_factory.mktemp("simulated-gpus"), workers=min(2, os.cpu_count() or 1))
+    yield runs
+    runs.close()
+
+
+def problems(run: NotebookRun, gpu: sim.SimulatedGPU) -> list[str]:
+    """Everything wrong with one run, as lines (empty: the run passes (a) to (d))."""
+    found = []
+    if run.error:  # (a)
+        tail = [ln for ln in re.sub(r"\x1b\[[0-9;]*m", "", run.error).splitlines() if ln.strip()][-6:]
+        found.append("(a) a cell failed:\n      " + "\n      ".join(tail))
+    logged = {q["qid"]: q for q in run.questions}
+    for qid, entry in run.journal.items():  # (b)
+        if entry.get("hit") is None and qid not in OPEN_BY_DESIGN:
+            why = "; ".join(v[1] for v in logged.get(qid, {}).get("verdicts", []) if v[0] is None)
+            found.append(f"(b) {qid} got no verdict on the {gpu.key}: {why[:300] or 'its reveal returned None'}")
+    missing = sorted(set(run.journal) - set(logged))
+    if missing:
+        found.append(f"the harness did not see questions {missing}: the question log is incomplete")
+    if gpu.dtype != "bf16":  # (c)
+        found += [f"(c) says bf16 on the {gpu.key} ({gpu.dtype}): {m}" for m in sim.bf16_mentions(run, gpu)]
+    for q in run.questions:  # (d)
+        choices = q["choices"]
+        if choices is None:
+            continue
+        if len(choices) < 2 or any(not str(c).strip() for c in choices) or len(set(choices)) != len(choices):
+            found.append(f"(d) {q['qid']} offers {choices!r}")
+    return found
+
+
+@pytest.mark.parametrize("gpu,path", CASES, ids=[f"{g}-{p.name[:2]}" for g, p in CASES])
+def test_notebook_on_a_simulated_gpu(gpu, path, simulated_runs):
+    run = simulated_runs.get(gpu, path)
+    assert run.installed.get("gpu") == GPUS[gpu].name, f"the kernel was not on the simulated {gpu}: {run.installed}"
+    found = problems(run, GPUS[gpu])
+    assert not found, f"{path.name} on a simulated {gpu}:\n  " + "\n  ".join(found)
+
+
+# --- the harness itself: its rules and its checks, without a kernel -----------------------------------
+
+
+def test_the_sdpa_rules_follow_pytorchs_hardware_checks():
+    t4, l4, a100, h200 = (7, 5), (8, 9), (8, 0), (9, 0)
+    assert [b for b in ("math", "efficient", "flash", "cudnn") if sim.sdpa_unavailable(b, t4) is None] == \
+        ["math", "efficient"]
+    for cap in (l4, a100, h200):
+        assert all(sim.sdpa_unavailable(b, cap) is None for b in ("math", "efficient", "flash", "cudnn"))
+    assert "sm 7.5" in sim.sdpa_unavailable("flash", t4)
+    assert (sim.sdpa_auto(t4), sim.sdpa_auto(l4), sim.sdpa_auto(a100), sim.sdpa_auto(h200)) == \
+        ("efficient", "flash", "flash", "cudnn")
+
+
+def test_a_served_trace_says_fp16_everywhere_and_still_reads(tmp_path, h200):
+    from helpers.trace import read_trace
+
+    for name, words in (("attn-sdpa-efficient1024_bf16_warm_eager.json", ["fmha_cutlassF_fp16"]),  # kernel names
+                        ("4096_bf16_warm_eager.json", ["c10::Half"])):  # the ops' input types
+        src = h200 / name
+        text = sim.rewrite_dtype(src.read_text(), "bf16", "fp16")
+        assert not sim.BF16.search(text) and all(w in text for w in words), name
+        (tmp_path / name).write_text(text)
+        before, after = read_trace(src), read_trace(tmp_path / name)
+        assert len(before) == len(after) and list(before.dur) == list(after.dur)
+        assert [sim.rewrite_dtype(n, "bf16", "fp16") for n in before.name_table] == list(after.name_table)
+    assert sim.rewrite_dtype("bf16 BFloat16 bfloat16 fp16", "bf16", "fp16") == "fp16 Half float16 fp16"
+    assert sim.rewrite_dtype("x", "bf16", "bf16") == "x"
+
+
+def test_the_checks_catch_a_wrong_dtype_an_unanswerable_question_and_an_empty_choice(tmp_path):
+    """A notebook made to fail every check, run on the simulated T4: each check must say so."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("Each input is a matrix of bfloat16."),
+        nbformat.v4.new_code_cell(
+            "import torch\nfrom helpers import show, widgets\nenv = show.banner()\nprint(torch.bfloat16)\n"
+            "widgets.ask('99.none', 'Q?', choices=['a', ''], default='a',\n"
+            "            reveal=lambda a: widgets.verdict(None, 'no fused backend here'))"),
+    ]
+    path = tmp_path / "99_broken.ipynb"
+    nbformat.write(nb, path)
+    run = sim.run_notebook(path, GPUS["T4"], tmp_path / "run")
+    assert run.error is None, run.error
+    found = problems(run, GPUS["T4"])
+    assert any(f.startswith("(b) 99.none") and "no fused backend" in f for f in found), found
+    assert any(f.startswith("(c)") and "cell 0 (markdown)" in f for f in found), found
+    assert any(f.startswith("(c)") and "torch.bfloat16" in f for f in found), found
+    assert any(f.startswith("(d) 99.none") for f in found), found
+    assert not any("This GPU has no native bfloat16" in f for f in found), found  # the banner's note is allowed
