@@ -10,6 +10,7 @@ returns the pair recorded on two H200s (``traces/reference/<set>/ddp/<name>/``).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -29,6 +30,12 @@ SCENARIOS: dict[str, list[str]] = {
     "straggler": ["--straggle-ms", "5"],
     "nosync4": ["--accumulate", "4"],
 }
+
+
+# torchrun's banner, warnings torch prints in every rank, and Kineto asking for GPUs on a gloo run: kept in the
+# error message when a run fails, left out of the progress lines
+_NOISE = re.compile(r"^(USDT|INFO)|run\.py:\d+\]|UserWarning|_warn_once\(|return func\(|^\s*\*+\s*$|"
+                    r"OMP_NUM_THREADS|gpuGetDeviceCount|DeviceProperties\.cpp|^\s*$")
 
 
 class LaunchFailed(RuntimeError):
@@ -76,7 +83,7 @@ def run(name: str = "base", *, gpus: int | None = None, out_root: Path = RUNS, q
     assert proc.stdout is not None
     for line in proc.stdout:
         lines.append(line.rstrip())
-        if not quiet and not line.startswith(("USDT", "INFO")):
+        if not quiet and not _NOISE.search(line):
             print(f"  [{time.perf_counter() - t0:5.1f} s] {line.rstrip()}", flush=True)
     code = proc.wait(timeout=timeout)
     if code != 0 or not (out / "rank0.json").is_file():
