@@ -288,9 +288,9 @@ def _log_questions(log: Path) -> None:
     ask, verdict = widgets.ask, widgets.verdict
     given: list[list[Any]] = []
 
-    def logged_verdict(hit, explanation):
+    def logged_verdict(hit, explanation, actual=None):
         given.append([hit, explanation])
-        return verdict(hit, explanation)
+        return verdict(hit, explanation, actual=actual)
 
     def logged_ask(qid, prompt, *, reveal, default, choices=None, unit=None, kind="predict"):
         given.clear()

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, cli, ext
+from helpers import step_facts as sf
 from helpers.diagnose import ISSUE, RULES, diagnose
+from helpers.report import nbytes, us
 from helpers.trace import read_trace
 
 CLEAN = ["4096_bf16_warm_eager", "4096_bf16_cold_eager", "4096_bf16_warm_compile", "64_bf16_warm_eager"]
@@ -68,23 +70,43 @@ def test_overhead_bound_keeps_its_advice_without_a_dataloader(h200):
     assert "keep Python out of the hot loop" in over.next
 
 
-def test_a_wide_first_step_that_waited_for_data(found):
-    f = found[tag("input-w4-pin-nb")]["cold-start"]
+def test_a_wide_first_step_that_waited_for_data(h200, tmp_path):
+    """The four-worker trace with its first batch made 100 ms slower (every later event moved on): a wait for data."""
+    doc = json.loads((h200 / f"{tag('input-w4-pin-nb')}.json").read_text())
+    ev = doc["traceEvents"]
+    step = next(e for e in ev if e.get("name") == "ProfilerStep#2" and e.get("cat") == "user_annotation")
+    span = next(e for e in ev if str(e.get("name", "")).startswith("enumerate(DataLoader)")
+                and step["ts"] <= e["ts"] <= step["ts"] + step["dur"])
+    end, extra = span["ts"] + span["dur"], 100_000
+    for e in ev:
+        if isinstance(e.get("ts"), (int, float)) and e["ts"] >= end:
+            e["ts"] += extra
+    step["dur"] += extra
+    span["dur"] += extra
+    path = tmp_path / "input-w4-slow-first-batch.json"
+    path.write_text(json.dumps(doc))
+    f = {x.rule: x for x in diagnose(read_trace(path))}["cold-start"]
     assert f.title == "Wide first step: a wait for data"
     assert any("most of the extra time went to waiting for a batch" in e for e in f.evidence)
     assert "warm-up" not in f.next
-    cold = rules_of_other_cold(found)
-    assert cold and all(f.title.startswith("Wide first step: one-time costs") for f in cold)
+
+
+def test_other_wide_first_steps_are_one_time_costs(found, h200):
+    """Without a DataLoader, a wide first step (notebook 03's wait=0 runs) keeps the one-time-cost title."""
+    cold = rules_of_other_cold(found) + [rules(h200, n)["cold-start"] for n in ("64_bf16_cold_eager_s0-0-3",
+                                                                             "4096_bf16_cold_eager_s0-0-20")]
+    assert all(f.title.startswith("Wide first step: one-time costs") for f in cold)
 
 
 def rules_of_other_cold(found):
     return [f["cold-start"] for n, f in found.items() if "cold-start" in f and not n.startswith("input-")]
 
 
-def test_pageable_copies(found):
+def test_pageable_copies(found, h200):
     assert fired(found, "pageable-copies") == {tag("input-w0")}
     f = found[tag("input-w0")]["pageable-copies"]
-    assert f.evidence[0] == "6 x Memcpy HtoD (Pageable -> Device): 18.0 MiB in 1.99 ms on the GPU, 9.5 GB/s"
+    (c,) = sf.h2d_copies(read_trace(h200 / f"{tag('input-w0')}.json"))
+    assert f.evidence[0] == f"{c.count} x {c.name}: {nbytes(c.bytes)} in {us(c.total_us)} on the GPU, {c.gb_per_s:.1f} GB/s"
     assert "6 of them made the CPU wait" in f.evidence[-1]
     assert "pin_memory=True" in f.next and "non_blocking=True" in f.next
 
