@@ -62,7 +62,7 @@ def _ranks(folder: str):
 
 def _summarize(a: argparse.Namespace) -> int:
     from .facts import summarize
-    from .report import summary_text
+    from .text import summary_text
 
     if os.path.isdir(a.trace):
         from .distributed import ranks_text

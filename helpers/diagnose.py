@@ -16,7 +16,7 @@ from typing import Any, Callable
 from . import facts
 from . import kernel_kinds as kk
 from . import step_facts as sf
-from .report import nbytes, short, us
+from .text import nbytes, short, us
 from .trace import CPU_OP, DRIVER, MEMCPY, RUNTIME, Trace
 
 ISSUE = "issue"  # something costs time that could be won back

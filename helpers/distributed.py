@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from . import facts
-from .report import short, us
+from .text import short, us
 from .spans import clipped, intersection_us, lane_spans
 from .trace import Trace, TraceError, read_trace
 

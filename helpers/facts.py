@@ -253,13 +253,13 @@ def kernels(trace: Trace) -> list[KernelStat]:
     """GPU work grouped by name, most total time first."""
     by_name: dict[int, list[int]] = defaultdict(list)
     for j in gpu_work(trace):
-        by_name[trace.name[j]].append(j)
+        by_name[trace.name_id[j]].append(j)
     out = []
     for ni, idx in by_name.items():
         durs = [trace.dur[j] for j in idx]
         launched = Counter(trace.name_of(i) for i in (trace.launch_of(j) for j in idx) if i >= 0)
         out.append(KernelStat(
-            name=trace.names[ni],
+            name=trace.name_table[ni],
             kind=kind_of(trace, idx[0]),
             count=len(idx),
             total_us=sum(durs),
@@ -452,8 +452,8 @@ def artifacts(trace: Trace) -> Artifacts:
              "gpu_side": trace.is_gpu(i), "lane": trace.lanes[trace.lane[i]].label}
             for i in trace.indices(contains="Buffer Request")]
     bufs.sort(key=lambda b: b["start_us"])
-    sync_name = [kk.is_synchronize(n) for n in trace.names]
-    syncs = [i for i in trace.indices((RUNTIME, DRIVER)) if sync_name[trace.name[i]]]
+    sync_name = [kk.is_synchronize(n) for n in trace.name_table]
+    syncs = [i for i in trace.indices((RUNTIME, DRIVER)) if sync_name[trace.name_id[i]]]
     closing = None
     if syncs:
         i = max(syncs, key=lambda i: trace.ts[i])
@@ -554,13 +554,13 @@ def compiled(trace: Trace) -> Compiled:
     hashes: Counter = Counter()
     markers: Counter = Counter()
     found: Counter = Counter()
-    wanted = {ni for ni, name in enumerate(trace.names) if any(m in name for m in COMPILE_MARKERS)}
+    wanted = {ni for ni, name in enumerate(trace.name_table) if any(m in name for m in COMPILE_MARKERS)}
     if wanted:
         for i in range(len(trace)):
-            if trace.name[i] in wanted and not trace.is_gpu(i):
-                found[trace.name[i]] += 1
+            if trace.name_id[i] in wanted and not trace.is_gpu(i):
+                found[trace.name_id[i]] += 1
     for ni, n in found.items():
-        name = trace.names[ni]
+        name = trace.name_table[ni]
         for m in COMPILE_MARKERS:
             if m in name:
                 markers[m.strip("# ")] += n

@@ -151,27 +151,6 @@ class Trace:
         self._by_name: list[array] | None = None  # per name: its events' indices
         self._queries: dict[tuple, array] = {}  # what indices() found, by its arguments
 
-    # The first names of the columns and tables, kept while the notebooks and plots move to the new ones.
-    @property
-    def name(self) -> array:
-        """Deprecated: ``name_id`` (each event's name code)."""
-        return self.name_id
-
-    @property
-    def names(self) -> list[str]:
-        """Deprecated: ``name_table`` (name code -> name)."""
-        return self.name_table
-
-    @property
-    def cat(self) -> array:
-        """Deprecated: ``cat_id`` (each event's category code)."""
-        return self.cat_id
-
-    @property
-    def cats(self) -> list[str]:
-        """Deprecated: ``cat_table`` (category code -> category)."""
-        return self.cat_table
-
     # -- basic access --
     def __len__(self) -> int:
         return len(self.ts)

@@ -11,7 +11,7 @@ import pytest
 from conftest import ROOT, cli, ext
 from helpers import step_facts as sf
 from helpers.diagnose import ISSUE, RULES, diagnose
-from helpers.report import nbytes, us
+from helpers.text import nbytes, us
 from helpers.trace import read_trace
 
 CLEAN = ["4096_bf16_warm_eager", "4096_bf16_cold_eager", "4096_bf16_warm_compile", "64_bf16_warm_eager"]

@@ -38,7 +38,7 @@ from helpers import trace as trace_mod
 from helpers import trace_json, trace_source
 from helpers.diagnose import diagnose, text as diagnose_text
 from helpers.facts import summarize
-from helpers.report import summary_text
+from helpers.text import summary_text
 
 H200 = H200_DIR / "64_bf16_cold_eager_s0-0-3.json"
 ROCM = EXTERNAL / ROCM_NAME

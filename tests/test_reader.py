@@ -107,11 +107,12 @@ def test_event_view(h200):
     assert Counter(x.group for x in t.events()) == Counter(t.group_of(i) for i in range(len(t)))
 
 
-def test_the_first_column_names_still_work(h200):
-    """name/names and cat/cats stay, as aliases, while the notebooks move to name_id/name_table, cat_id/cat_table."""
+def test_codes_and_tables_give_each_events_name_and_category(h200):
+    """name_id/cat_id are per-event codes into name_table/cat_table: the names say which is which."""
     t = read_trace(h200 / "64_bf16_cold_eager.json")
-    assert t.name is t.name_id and t.names is t.name_table and t.cat is t.cat_id and t.cats is t.cat_table
-    assert [t.names[c] for c in t.name] == [t.name_of(i) for i in range(len(t))]
+    assert [t.name_table[c] for c in t.name_id] == [t.name_of(i) for i in range(len(t))]
+    assert [t.cat_table[c] for c in t.cat_id] == [t[i].cat for i in range(len(t))]
+    assert not hasattr(t, "names") and not hasattr(t, "cats")
 
 
 def test_only_the_args_the_facts_read_are_kept(h200):

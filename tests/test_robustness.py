@@ -581,6 +581,6 @@ def test_text_report_when_all_gpu_work_is_at_one_instant(tmp_path):
         {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5, "dur": 0, "args": {"correlation": 1}}]}))
     s = summarize(read_trace(path))
     assert s.balance.window_us == 0 and s.balance.gpu_busy_share is None
-    from helpers.report import summary_text
+    from helpers.text import summary_text
 
     assert "verdict" in summary_text(s)
