@@ -54,13 +54,9 @@ def chain_text(node: Node | None, gpu: bool = True) -> str:
     return "\n".join(lines)
 
 
-def summary_text(s: Summary, top: int = 10) -> str:
-    """The whole summary, as the command line prints it."""
-    out = [f"trace: {s.path}", f"events: {s.events:,} (parsed with {s.parser})", f"GPU: {s.device or 'none named'}"]
-    if s.steps:
-        out.append("")
-        out.append("profiler steps:" if len(s.steps) <= top else f"profiler steps (first {top} of {len(s.steps)}):")
-        out += [f"  {st.name:<18} {us(st.dur_us):>10}" for st in s.steps[:top]]
+def _balance_lines(s: Summary, top: int) -> list[str]:
+    """CPU against GPU, and the verdict."""
+    out: list[str] = []
     b = s.balance
     out.append("")
     out.append("CPU against GPU:")
@@ -78,6 +74,12 @@ def summary_text(s: Summary, top: int = 10) -> str:
                   else "(every event at one instant: no share to give)")
         out.append(f"  GPU busy           {us(b.gpu_busy_us):>10}  of a {us(b.window_us)} window {shares}")
         out.append(f"  verdict            {b.verdict} (compute-bound when GPU time >= {b.threshold:.0%} of CPU time)")
+    return out
+
+
+def _gpu_work_lines(s: Summary, top: int) -> list[str]:
+    """GPU work by kind and by name."""
+    out: list[str] = []
     if s.kinds:
         out.append("")
         out.append("GPU work by kind:")
@@ -93,6 +95,12 @@ def summary_text(s: Summary, top: int = 10) -> str:
                 res = (f"  [{r.registers_per_thread} regs, {r.shared_memory} B smem, block {r.block}, "
                        f"grid {r.grid}]")
             out.append(f"  {k.count:>6} x {short(k.name, 60):<60} {k.kind:<11} median {us(k.median_us)}{res}")
+    return out
+
+
+def _copies_calls_lines(s: Summary, top: int) -> list[str]:
+    """Copies and fills, runtime and driver calls, launch latency, annotation gaps."""
+    out: list[str] = []
     if s.copies:
         out.append("")
         out.append("copies and fills:" if len(s.copies) <= top else f"copies and fills (top {top} of {len(s.copies)}):")
@@ -116,6 +124,12 @@ def summary_text(s: Summary, top: int = 10) -> str:
         out.append("annotation to its first op:")
         for g in s.gaps[:top]:
             out.append(f"  {g.step or '-':<18} {g.annotation:<20} {us(g.gap_us):>10} before {g.first_op}")
+    return out
+
+
+def _artifacts_lines(s: Summary, top: int) -> list[str]:
+    """What the profiler itself left in the trace."""
+    out: list[str] = []
     a = s.artifacts
     if a.buffer_requests or a.closing_sync:
         out.append("")
@@ -129,6 +143,12 @@ def summary_text(s: Summary, top: int = 10) -> str:
             c = a.closing_sync
             idle = f", GPU idle {c['idle_share']:.0%} of it" if c["idle_share"] is not None else ""
             out.append(f"  last {c['name']}: {us(c['dur_us'])}{idle}")
+    return out
+
+
+def _memory_lines(s: Summary, top: int) -> list[str]:
+    """Peak memory per device, from the [memory] events."""
+    out: list[str] = []
     if s.memory:
         out.append("")
         out.append("memory (from the profiler's [memory] events):")
@@ -139,6 +159,12 @@ def summary_text(s: Summary, top: int = 10) -> str:
                        f"{us(m.peak_allocated_us)}" + (f" ({where})" if where else ""))
             out.append(f"  {'':<8} peak reserved  {_exact(m.peak_reserved)}; "
                        f"{m.events:,} events")
+    return out
+
+
+def _compile_lines(s: Summary, top: int) -> list[str]:
+    """torch.compile's regions and graphs."""
+    out: list[str] = []
     if s.compiled.any:
         out.append("")
         out.append("torch.compile:")
@@ -146,4 +172,17 @@ def summary_text(s: Summary, top: int = 10) -> str:
             out.append(f"  {v:>4} x {k}")
         for h, v in list(s.compiled.graph_hashes.items())[:top]:
             out.append(f"  {v:>4} x CompiledFxGraph {h}")
+    return out
+
+
+def summary_text(s: Summary, top: int = 10) -> str:
+    """The whole summary, as the command line prints it."""
+    out = [f"trace: {s.path}", f"events: {s.events:,} (parsed with {s.parser})", f"GPU: {s.device or 'none named'}"]
+    if s.steps:
+        out.append("")
+        out.append("profiler steps:" if len(s.steps) <= top else f"profiler steps (first {top} of {len(s.steps)}):")
+        out += [f"  {st.name:<18} {us(st.dur_us):>10}" for st in s.steps[:top]]
+    for section in (_balance_lines, _gpu_work_lines, _copies_calls_lines, _artifacts_lines, _memory_lines,
+                    _compile_lines):
+        out += section(s, top)
     return "\n".join(out)
