@@ -368,3 +368,40 @@ def test_top_limits_the_matched_table(pair):
     text = cli("summarize", pair, "--top", "2").stdout
     assert "matched collectives, in time order (2 of 5)" in text
     assert "matched collectives, in time order" not in cli("summarize", pair, "--top", "0").stdout
+
+
+# --- notebook 15's pairs, recorded on two H200s by python -m helpers.ddp record ------------------------
+
+
+def _nccl_starts_us(path):
+    """Each NCCL kernel's start on the shared clock, straight from the JSON (baseTimeNanoseconds + ts)."""
+    import json
+
+    doc = json.loads(path.read_text())
+    base = doc.get("baseTimeNanoseconds", 0) / 1e3
+    return sorted(base + e["ts"] for e in doc["traceEvents"]
+                  if e.get("cat") == "kernel" and "nccl" in e.get("name", "").lower())
+
+
+def test_the_recorded_straggler_is_rank_1_as_planted(h200):
+    """rank 1 sleeps before every step (helpers/ddp_train.py --straggle-ms): it enters every all-reduce last."""
+    folder = h200 / "ddp" / "straggler"
+    r = D.read_ranks(folder)
+    assert r.straggler.rank == 1 and r.backend == "nccl" and r.world_size == 2
+    s0, s1 = (_nccl_starts_us(folder / f"rank{k}.json") for k in (0, 1))
+    n = min(len(s0), len(s1))
+    assert n >= 3 and sum(b > a for a, b in zip(s0[:n], s1[:n])) == n  # by hand: rank 1 starts later, every time
+    assert r.ranks[0].wait_us > r.ranks[1].wait_us  # and rank 0 does the waiting, inside its kernels
+
+
+def test_the_recorded_bucket_and_no_sync_runs(h200):
+    """Bigger buckets mean fewer all-reduces a step; no_sync keeps the count per optimizer step."""
+    from helpers.facts import steps
+
+    def per_step(name):
+        folder = h200 / "ddp" / name
+        t = read_trace(folder / "rank0.json")
+        return len(_nccl_starts_us(folder / "rank0.json")) / len(steps(t))
+
+    assert per_step("bucket100") < per_step("base")
+    assert per_step("nosync4") == per_step("base")
