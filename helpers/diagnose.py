@@ -453,7 +453,7 @@ def _fp32_gemms(c: Context) -> Finding | None:
     return Finding("fp32-gemm", "float32 GEMMs without tensor cores on a GPU that has them", ISSUE, ev,
                    "likely TF32 is off for matmuls (PyTorch's default): if float32's last bits do not matter, "
                    "torch.set_float32_matmul_precision('high') lets cuBLAS use TF32 tensor cores, or run the forward "
-                   "under torch.autocast(dtype=torch.bfloat16); if these GEMMs were meant to be 16-bit, look where "
+                   "under torch.autocast in a 16-bit dtype; if these GEMMs were meant to be 16-bit, look where "
                    f"their inputs became float32 (the ops above) ({TF32_DOCS}; {TF32_NOTE})", "12")
 
 

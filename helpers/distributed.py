@@ -591,7 +591,7 @@ def _communication_bound(rows: list[RankRow], folder: bool = True) -> "Finding |
                     + ("(the straggler finding, if any, says who and how long) " if folder else
                        "(diagnose the folder of every rank's trace: the straggler rule) ")
                     + "and how much is transfer; overlap collectives with compute (DDP launches "
-                    f"each bucket's all-reduce during the backward pass: {_DDP}); send fewer or larger messages", "-")
+                    f"each bucket's all-reduce during the backward pass: {_DDP}); send fewer or larger messages", "15")
 
 
 def _low_overlap(rows: list[RankRow]) -> "Finding | None":
@@ -606,7 +606,7 @@ def _low_overlap(rows: list[RankRow]) -> "Finding | None":
     return _finding("low-overlap", "Collectives mostly run alone: little communication hidden behind compute", ISSUE, ev,
                     "start collectives while independent compute remains (async_op=True and wait() as late as "
                     f"possible; DDP's gradient buckets, bucket_cap_mb: {_DDP}) and check that they run on their own "
-                    "stream", "-")
+                    "stream", "15")
 
 
 def _straggler(r: Ranks) -> "Finding | None":
@@ -628,7 +628,7 @@ def _straggler(r: Ranks) -> "Finding | None":
     return _finding("straggler", f"Straggler: the other ranks wait for rank {s.rank} in their collectives", ISSUE, ev,
                     f"look at what rank {s.rank} does before the collectives it enters last: its GPU work, its CPU "
                     "side, its input; one hypothesis to test is an uneven split of work between ranks (more data, "
-                    "larger shards or more compute on this rank)", "-")
+                    "larger shards or more compute on this rank)", "15")
 
 
 def diagnose_ranks(r: Ranks) -> list["Finding"]:
