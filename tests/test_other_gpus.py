@@ -40,6 +40,11 @@ OPEN_BY_DESIGN = {
     "08.why-copy": "a bet on an explanation; 08.bias1d's reveal says which one survives",
 }
 
+#: questions answered from CPU timings of a few microseconds: on a loaded machine (two kernels on two cores, as
+#: here) the unprofiled time can come out longer than the profiled one, and the reveal then says the measurement
+#: moved and asks for a rerun instead of giving a verdict. Allowed only with that sentence, which is checked.
+NOISY_CPU_TIMING = {"01.why-cost": "Nothing survives or falls on these numbers: run the cell again."}
+
 # What makes a notebook's code depend on the GPU it runs on: each pattern is a value that differs between
 # a T4, an L4 and an A100 (or between live and recorded).
 GPU_DEPENDENT_CODE = re.compile(
@@ -111,6 +116,8 @@ def problems(run: NotebookRun, gpu: sim.SimulatedGPU) -> list[str]:
     for qid, entry in run.journal.items():  # (b)
         if entry.get("hit") is None and qid not in OPEN_BY_DESIGN:
             why = "; ".join(v[1] for v in logged.get(qid, {}).get("verdicts", []) if v[0] is None)
+            if qid in NOISY_CPU_TIMING and NOISY_CPU_TIMING[qid] in why:
+                continue
             found.append(f"(b) {qid} got no verdict on the {gpu.key}: {why[:300] or 'its reveal returned None'}")
     missing = sorted(set(run.journal) - set(logged))
     if missing:
