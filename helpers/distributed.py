@@ -145,6 +145,15 @@ def clock_origin_us(trace: Trace) -> float | None:
     return trace.t0 if trace.t0 >= EPOCH_US else None
 
 
+def clock_shifts_us(traces: list[Trace]) -> list[float]:
+    """Per trace, what moves its times onto the ranks' shared clock (all zeros when they share none)."""
+    origins = [clock_origin_us(t) for t in traces]
+    if not origins or any(o is None for o in origins):
+        return [0.0] * len(traces)
+    zero = min(origins)  # type: ignore[type-var]
+    return [o - zero for o in origins]  # type: ignore[operator]
+
+
 def _op(trace: Trace, j: int) -> str:
     """The collective's operation, from the call that launched it, else from the kernel's name.
 

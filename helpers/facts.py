@@ -68,6 +68,24 @@ def steps(trace: Trace) -> list[Step]:
     return out
 
 
+def median_step_us(trace: Trace) -> float:
+    """The median recorded step's duration (0 without steps)."""
+    return _median([s.dur_us for s in steps(trace)])
+
+
+def main_thread(trace: Trace) -> int:
+    """The CPU lane that holds the profiler steps (or the busiest CPU lane); -1 when there is none."""
+    st = [i for i in trace.indices(prefix="ProfilerStep#") if not trace.is_gpu(i)]
+    if st:
+        return trace.lane[st[0]]
+    counts: dict[int, int] = {}
+    for i in range(len(trace)):
+        ln = trace.lanes[trace.lane[i]]
+        if not ln.is_gpu and not ln.is_profiler:
+            counts[ln.index] = counts.get(ln.index, 0) + 1
+    return max(counts, key=counts.get) if counts else -1
+
+
 # --- CPU time against GPU time ------------------------------------------------
 
 

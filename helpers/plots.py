@@ -32,20 +32,6 @@ def _scale(span_us: float) -> tuple[float, str]:
     return (1e3, "ms") if span_us > 5e3 else (1.0, "us")
 
 
-def _main_thread(trace: Trace) -> int:
-    """The CPU lane that holds the profiler steps (or the busiest CPU lane)."""
-    st = trace.indices(prefix="ProfilerStep#")
-    cpu_st = [i for i in st if not trace.is_gpu(i)]
-    if cpu_st:
-        return trace.lane[cpu_st[0]]
-    counts: dict[int, int] = {}
-    for i in range(len(trace)):
-        ln = trace.lanes[trace.lane[i]]
-        if not ln.is_gpu and not ln.is_profiler:
-            counts[ln.index] = counts.get(ln.index, 0) + 1
-    return max(counts, key=counts.get) if counts else -1
-
-
 def step_window(trace: Trace, first: int = 0, count: int | None = None) -> tuple[float, float]:
     """From the start of recorded step ``first`` to the end of the GPU work its last step launched."""
     st = facts.steps(trace)
@@ -68,7 +54,7 @@ def timeline(trace: Trace, window: tuple[float, float] | None = None, *, arrows:
     lo, hi = window or step_window(trace)
     span = max(hi - lo, 1e-9)
     k, unit = _scale(span)
-    main = _main_thread(trace)
+    main = facts.main_thread(trace)
     cpu = [i for i in range(len(trace)) if trace.lane[i] == main and trace.end_of(i) >= lo and trace.ts[i] <= hi
            and trace.group_of(i) in GROUP_COLORS]
     depth = {i: len(trace.ancestors(i)) for i in cpu}

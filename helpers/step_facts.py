@@ -261,6 +261,11 @@ def dataloader_spans(trace: Trace) -> list[LoaderSpan]:
     return out
 
 
+def dataloader_share(trace: Trace) -> float:
+    """The DataLoader's spans as a share of the recorded steps, averaged over the steps (0 without steps)."""
+    return sum(s.step_share or 0.0 for s in dataloader_spans(trace)) / max(len(steps(trace)), 1)
+
+
 @dataclass
 class HostCopies:
     """Host-to-device copies of one kind of host memory."""

@@ -405,3 +405,14 @@ def test_the_recorded_bucket_and_no_sync_runs(h200):
 
     assert per_step("bucket100") < per_step("base")
     assert per_step("nosync4") == per_step("base")
+
+
+def test_clock_shifts_put_the_ranks_on_one_clock(h200):
+    """Shifted by clock_shifts_us, each rank's first NCCL kernel lands where the raw base times put it."""
+    folder = h200 / "ddp" / "base"
+    traces = [read_trace(folder / f"rank{k}.json") for k in (0, 1)]
+    shifts = D.clock_shifts_us(traces)
+    raw = [_nccl_starts_us(folder / f"rank{k}.json")[0] for k in (0, 1)]
+    first = [min(t.ts[j] for j in D.facts.collective_work(t)) + s for t, s in zip(traces, shifts)]
+    assert min(shifts) == 0.0
+    assert first[1] - first[0] == pytest.approx(raw[1] - raw[0], abs=1.0)

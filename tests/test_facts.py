@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import statistics
 from collections import Counter
 
 import pytest
@@ -248,3 +249,13 @@ def test_compiled_regions_and_recompiles():
     assert regions == {"Torch-Compiled Region: 0/0": 1, "Torch-Compiled Region: 0/1": 2, "Torch-Compiled Region: 1/0": 1}
     assert facts.recompiles(regions) == ["Torch-Compiled Region: 0/1"]
     assert facts.recompiles({"Torch-Compiled Region: 0/0": 3}) == []
+
+
+def test_median_step_and_main_thread(h200):
+    from helpers.trace import read_trace
+
+    t = read_trace(h200 / "64_bf16_warm_eager.json")
+    st = facts.steps(t)
+    assert facts.median_step_us(t) == statistics.median(s.dur_us for s in st)
+    step_lane = {t.lane[i] for i in t.indices(prefix="ProfilerStep#") if not t.is_gpu(i)}
+    assert step_lane == {facts.main_thread(t)}

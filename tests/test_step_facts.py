@@ -209,3 +209,10 @@ def test_gemm_names_of_other_gpus():
 def test_an_amd_gpu_is_not_taken_for_an_nvidia_one(external):
     t = read_trace(ext("hta_amd_trace_mi250_minitoy_train_ROCm6_2_kineto.json.gz"))
     assert sf.compute_capability(t) == (9, 0) and not sf.is_nvidia(t)
+
+
+def test_dataloader_share_is_the_spans_over_the_steps(h200):
+    t = load(h200, "input-w0")
+    total = sum(s.dur_us for s in sf.dataloader_spans(t)) / sum(s.dur_us for s in facts.steps(t))
+    assert sf.dataloader_share(t) == pytest.approx(total, rel=0.05)  # steps of near-equal length: mean of shares
+    assert sf.dataloader_share(load(h200, "train-fp32-foreach")) == 0.0
