@@ -60,11 +60,11 @@ def _torchrun() -> list[str]:
 def run(name: str = "base", *, gpus: int | None = None, out_root: Path = RUNS, quiet: bool = False,
         timeout: float = 600) -> RankRun:
     """Run scenario ``name`` with two ranks here and wait for it; NCCL on two GPUs, else gloo on the CPU."""
-    import torch  # only to count GPUs: the ranks run in their own processes
+    import torch  # to count and name GPUs: the ranks run in their own processes
 
     if name not in SCENARIOS:
         raise ValueError(f"no run {name!r}: there are {', '.join(SCENARIOS)}")
-    have = torch.cuda.device_count() if gpus is None else gpus
+    have = gpu_count() if gpus is None else gpus
     nproc = 2
     backend = "nccl" if have >= nproc else "gloo"
     out = out_root / (name if backend == "nccl" else f"{name}-cpu")
@@ -143,9 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] != ["record"]:
         print("usage: python -m helpers.ddp record", file=sys.stderr)
         return 2
-    if torch.cuda.device_count() < 2:
-        print("ddp record: two GPUs are needed for the reference pair; this machine has "
-              f"{torch.cuda.device_count()}.", file=sys.stderr)
+    if gpu_count() < 2:
+        print(f"ddp record: two GPUs are needed for the reference pair; this machine has {gpu_count()}.",
+              file=sys.stderr)
         return 2
     from .tags import slug
 
