@@ -15,6 +15,7 @@ import re
 import statistics
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
+from itertools import compress
 from typing import Any
 
 from . import hardware
@@ -115,18 +116,21 @@ def self_cpu_us(trace: Trace) -> float:
     Nested events' self times add up to the time their outermost events
     cover, so this is the covered time on each CPU thread, summed.
     """
-    per_lane: dict[int, list[int]] = defaultdict(list)
-    lane = trace.lane
-    on_gpu = [ln.is_gpu for ln in trace.lanes]
-    for i in trace.indices(CPU_GROUPS):
-        if not on_gpu[lane[i]]:
-            per_lane[lane[i]].append(i)
+    per_lane = trace.by_lane(trace.on_gpu(CPU_GROUPS, gpu=False))
     return sum(e - s for idx in per_lane.values() for s, e in lane_spans(trace, idx))
 
 
 def gpu_work(trace: Trace) -> list[int]:
-    """Indices of kernels, copies and fills."""
-    return [i for i in trace.indices(GPU_WORK) if trace.is_gpu(i)]
+    """Indices of kernels, copies and fills, ascending."""
+    return trace.on_gpu(GPU_WORK)
+
+
+def _gpu_busy_spans(trace: Trace) -> list[tuple[float, float]]:
+    """The merged spans in which some kernel, copy or fill ran (asked for by several facts: kept)."""
+    spans = trace.memo.get("gpu busy spans")
+    if spans is None:
+        spans = trace.memo["gpu busy spans"] = lane_spans(trace, gpu_work(trace))
+    return spans
 
 
 def window(trace: Trace) -> tuple[float, float]:
@@ -144,11 +148,10 @@ def collective_work(trace: Trace, work: list[int] | None = None) -> list[int]:
     name decides), so the two always agree.
     """
     work = gpu_work(trace) if work is None else work
-    first: dict[int, int] = {}
-    for j in work:
-        first.setdefault(trace.name_id[j], j)
+    name_ids = list(map(trace.name_id.__getitem__, work))
+    first = dict(zip(reversed(name_ids), reversed(work)))  # name -> its first event: the earlier ones win
     names = {ni for ni, j in first.items() if kind_of(trace, j) == kk.COLLECTIVE}
-    return [j for j in work if trace.name_id[j] in names] if names else []
+    return list(compress(work, map(names.__contains__, name_ids))) if names else []
 
 
 def balance(trace: Trace) -> Balance:
@@ -166,7 +169,7 @@ def balance(trace: Trace) -> Balance:
     win = max(hi - lo, 0.0)
     if not work:
         return Balance(cpu, 0.0, None, None, win, 0.0, None, None)
-    busy = covered(lane_spans(trace, work), lo, hi)
+    busy = covered(_gpu_busy_spans(trace), lo, hi)
     exposed = 0.0
     if coll:
         in_coll = set(coll)
@@ -269,13 +272,11 @@ def kind_of(trace: Trace, j: int) -> str:
 
 def kernels(trace: Trace) -> list[KernelStat]:
     """GPU work grouped by name, most total time first."""
-    by_name: dict[int, list[int]] = defaultdict(list)
-    for j in gpu_work(trace):
-        by_name[trace.name_id[j]].append(j)
     out = []
-    for ni, idx in by_name.items():
-        durs = [trace.dur[j] for j in idx]
-        launched = Counter(trace.name_of(i) for i in (trace.launch_of(j) for j in idx) if i >= 0)
+    name_of = trace.name_of
+    for ni, idx in _work_by_name(trace).items():
+        durs = list(map(trace.dur.__getitem__, idx))
+        launched = Counter(map(name_of, filter((-1).__ne__, trace.launchers(idx))))
         out.append(KernelStat(
             name=trace.name_table[ni],
             kind=kind_of(trace, idx[0]),
@@ -292,6 +293,23 @@ def kernels(trace: Trace) -> list[KernelStat]:
     return out
 
 
+def _work_by_name(trace: Trace) -> dict[int, list[int]]:
+    """GPU work by name code, each list ascending (kept: the kernels and their kinds both ask)."""
+    by_name = trace.memo.get("work by name")
+    if by_name is None:
+        work = gpu_work(trace)
+        name_ids = list(map(trace.name_id.__getitem__, work))
+        if len(set(name_ids)) <= 16:
+            by_name = {ni: list(compress(work, map(ni.__eq__, name_ids))) for ni in dict.fromkeys(name_ids)}
+        else:
+            by_name = defaultdict(list)
+            for ni, j in zip(name_ids, work):
+                by_name[ni].append(j)
+            by_name = dict(by_name)
+        trace.memo["work by name"] = by_name
+    return by_name
+
+
 @dataclass
 class KindStat:
     kind: str
@@ -306,11 +324,11 @@ def kernels_by_kind(trace: Trace, stats: list[KernelStat] | None = None) -> list
     stats = kernels(trace) if stats is None else stats
     durs: dict[str, list[float]] = defaultdict(list)
     names: dict[str, list[str]] = defaultdict(list)
-    idx_by_name = defaultdict(list)
-    for j in gpu_work(trace):
-        idx_by_name[trace.name_of(j)].append(trace.dur[j])
+    dur_by_name: dict[str, list[float]] = defaultdict(list)
+    for ni, idx in _work_by_name(trace).items():
+        dur_by_name[trace.name_table[ni]].extend(map(trace.dur.__getitem__, idx))
     for k in stats:
-        durs[k.kind].extend(idx_by_name[k.name])
+        durs[k.kind].extend(dur_by_name[k.name])
         names[k.kind].append(k.name)
     return [KindStat(kind, len(durs[kind]), sum(durs[kind]), _median(durs[kind]), names[kind])
             for kind in kk.KINDS if durs.get(kind)]
@@ -329,9 +347,7 @@ def durations(trace: Trace, kind: str | None = None, name: str | None = None) ->
 def copies(trace: Trace) -> list[dict]:
     """Memory copies and fills by name: count and bytes moved."""
     acc: dict[str, dict] = {}
-    for j in gpu_work(trace):
-        if trace.group_of(j) not in (MEMCPY, MEMSET):
-            continue
+    for j in trace.on_gpu((MEMCPY, MEMSET)):
         name = trace.name_of(j)
         a = trace.args.get(j, {})
         b = a.get("bytes")
@@ -361,16 +377,15 @@ class CallStat:
 
 def runtime_calls(trace: Trace) -> list[CallStat]:
     """CUDA (or HIP) runtime and driver calls by name, most frequent first."""
-    acc: dict[str, list] = {}
-    for i in trace.indices((RUNTIME, DRIVER)):
-        if trace.is_gpu(i):
-            continue
-        row = acc.setdefault(trace.name_of(i), [0, 0.0, 0])
-        row[0] += 1
-        row[1] += trace.dur[i]
-        if trace.gpu_work_of(i):
-            row[2] += 1
-    return sorted((CallStat(n, c, t, g) for n, (c, t, g) in acc.items()), key=lambda c: (-c.count, c.name))
+    calls = trace.on_gpu((RUNTIME, DRIVER), gpu=False)
+    name_ids = list(map(trace.name_id.__getitem__, calls))
+    counts = Counter(name_ids)
+    launched = Counter(compress(name_ids, trace.launched(calls)))
+    totals = dict.fromkeys(counts, 0.0)
+    for ni, d in zip(name_ids, map(trace.dur.__getitem__, calls)):
+        totals[ni] += d
+    return sorted((CallStat(trace.name_table[ni], c, totals[ni], launched[ni]) for ni, c in counts.items()),
+                  key=lambda c: (-c.count, c.name))
 
 
 @dataclass
@@ -406,7 +421,14 @@ class Latency:
 
 def launch_latency(trace: Trace, found: list[Launch] | None = None) -> Latency | None:
     """How long GPU work waited between its launch call and its start."""
-    lat = [x.latency_us for x in (launches(trace) if found is None else found)]
+    if found is not None:
+        lat = [x.latency_us for x in found]
+    else:  # as launches() gives them, without building a Launch for each
+        work = gpu_work(trace)
+        by = trace.launchers(work)
+        keep = list(map((-1).__ne__, by))
+        ts = trace.ts.__getitem__
+        lat = list(map(operator.sub, map(ts, compress(work, keep)), map(ts, compress(by, keep))))
     if not lat:
         return None
     return Latency(len(lat), min(lat), _median(lat), max(lat))
@@ -430,24 +452,31 @@ def annotation_gaps(trace: Trace, label: str | None = None) -> list[Gap]:
     A long gap in the first recorded step is one-time set-up (cuBLAS handle,
     workspace, lazy module loading) that warm-up removes.
     """
+    wanted = []
+    for a in trace.on_gpu((ANNOTATION,), gpu=False):
+        name = trace.name_of(a)
+        if not (name.startswith("ProfilerStep#") or (label and name != label)):
+            wanted.append(a)
+    if not wanted:
+        return []
     st = steps(trace)
     st_starts = [s.start_us for s in st]
-    ops_by_lane: dict[int, list[tuple[float, int]]] = defaultdict(list)
-    for i in trace.indices((CPU_OP,)):
-        ops_by_lane[trace.lane[i]].append((trace.ts[i], i))
-    for v in ops_by_lane.values():
-        v.sort()
+    ts = trace.ts
+    lanes = {trace.lane[a] for a in wanted}
+    ops_by_lane: dict[int, tuple[list[float], list[int]]] = {}  # lane -> op starts, ascending, and the ops
+    for li, idx in trace.by_lane(trace.indices((CPU_OP,))).items():
+        if li in lanes:
+            idx.sort(key=ts.__getitem__)  # stable: among ops that start together, the first in the file
+            ops_by_lane[li] = (list(map(ts.__getitem__, idx)), idx)
     out = []
-    for a in trace.indices((ANNOTATION,)):
+    for a in wanted:
         name = trace.name_of(a)
-        if name.startswith("ProfilerStep#") or trace.is_gpu(a) or (label and name != label):
+        start, end = ts[a], ts[a] + trace.dur[a]
+        starts, ops = ops_by_lane.get(trace.lane[a], ([], []))
+        k = bisect.bisect_left(starts, start)
+        if k >= len(ops) or starts[k] > end:
             continue
-        start, end = trace.ts[a], trace.ts[a] + trace.dur[a]
-        ops = ops_by_lane.get(trace.lane[a], [])
-        k = bisect.bisect_left(ops, (start, -1))
-        if k >= len(ops) or ops[k][0] > end:
-            continue
-        first = ops[k][1]
+        first = ops[k]
         s = bisect.bisect_right(st_starts, start) - 1
         step = st[s].name if s >= 0 and start <= st[s].start_us + st[s].dur_us else None
         out.append(Gap(step, name, start, trace.ts[first] - start, trace.name_of(first)))
@@ -471,12 +500,13 @@ def artifacts(trace: Trace) -> Artifacts:
             for i in trace.indices(contains="Buffer Request")]
     bufs.sort(key=lambda b: b["start_us"])
     sync_name = [kk.is_synchronize(n) for n in trace.name_table]
-    syncs = [i for i in trace.indices((RUNTIME, DRIVER)) if sync_name[trace.name_id[i]]]
+    calls = trace.indices((RUNTIME, DRIVER))
+    syncs = list(compress(calls, map(sync_name.__getitem__, map(trace.name_id.__getitem__, calls))))
     closing = None
     if syncs:
-        i = max(syncs, key=lambda i: trace.ts[i])
+        i = max(syncs, key=trace.ts.__getitem__)
         s, e = trace.ts[i], trace.ts[i] + trace.dur[i]
-        busy = covered(lane_spans(trace, gpu_work(trace)), s, e)
+        busy = covered(_gpu_busy_spans(trace), s, e)
         closing = {"name": trace.name_of(i), "start_us": s, "dur_us": trace.dur[i], "gpu_busy_us": busy,
                    "idle_share": 1 - busy / trace.dur[i] if trace.dur[i] > 0 else None}
     return Artifacts(bufs, closing)

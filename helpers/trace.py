@@ -27,6 +27,7 @@ from typing import Any, Iterable
 from .categories import (ANNOTATION, CPU_GROUPS, CPU_OP, DRIVER, GPU_ANNOTATION, GPU_GROUPS, GPU_WORK, KERNEL,
                          MEMCPY, MEMSET, OTHER, OVERHEAD, PYTHON, RUNTIME, SYNC, category_group)
 from .spans import covered, gc_paused, lane_spans
+from . import trace_parts
 from .trace_columns import ColumnBuilder, Columns, MemoryColumns
 from .trace_json import PARSER, Document
 from .trace_source import TraceError, open_text
@@ -150,6 +151,10 @@ class Trace:
         self._by_cat: list[array] | None = None  # per category: its events' indices
         self._by_name: list[array] | None = None  # per name: its events' indices
         self._queries: dict[tuple, array] = {}  # what indices() found, by its arguments
+        #: what the facts derived once and ask again (the trace never changes after reading)
+        self.memo: dict[Any, Any] = {}
+        #: read by several processes (helpers.trace_parts): how many, and the workers' peak memory
+        self.read_by: dict[str, int] = {"processes": 1, "worker_peak_bytes": 0}
 
     # -- basic access --
     def __len__(self) -> int:
@@ -246,6 +251,33 @@ class Trace:
             by = self._index()
             return array("l", _merged([by[ci] for ci in want_cats]))
         return array("l", range(len(self.ts)))
+
+    def on_gpu(self, groups: Iterable[str], gpu: bool = True) -> list[int]:
+        """Indices of events in these groups on GPU lanes (``gpu=False``: on the other lanes), ascending."""
+        key = ("gpu" if gpu else "not gpu", frozenset(groups))
+        found = self._queries.get(key)
+        if found is None:
+            idx = self.indices(key[1])
+            flags = self._lane_gpu if gpu else [not g for g in self._lane_gpu]
+            found = self._queries[key] = array("l", compress(idx, map(flags.__getitem__, map(self.lane.__getitem__, idx))))
+        return found.tolist()
+
+    def by_lane(self, idx: list[int]) -> dict[int, list[int]]:
+        """These events split by lane (each list in the order of ``idx``)."""
+        lanes = list(map(self.lane.__getitem__, idx))
+        distinct = set(lanes)
+        if len(distinct) == 1:
+            return {lanes[0]: list(idx)}
+        if len(distinct) <= 8:  # a pass in C per lane beats one Python pass over all
+            return {li: list(compress(idx, map(li.__eq__, lanes))) for li in sorted(distinct)}
+        out: dict[int, list[int]] = {}
+        for i, li in zip(idx, lanes):
+            x = out.get(li)
+            if x is None:
+                out[li] = [i]
+            else:
+                x.append(i)
+        return out
 
     def events(self, groups: Iterable[str] | None = None, name: str | None = None,
                prefix: str | None = None, contains: str | None = None) -> list[Event]:
@@ -406,6 +438,19 @@ class Trace:
             return [x for x in more[c] if x != i]
         return [j] if j != i else []
 
+    def launchers(self, work: list[int]) -> list[int]:
+        """For each piece of GPU work in ``work``, the CPU-side call that started it, or -1 (:meth:`launch_of`, at once)."""
+        if self._by_corr is None:
+            self._link()
+        first = self._launchers[0]  # a launch call is on a CPU lane: never the GPU work itself
+        return list(map(first.get, map(self.corr.__getitem__, work), repeat(-1)))
+
+    def launched(self, calls: list[int]) -> list[bool]:
+        """For each launch call in ``calls``, whether it started any GPU work (:meth:`gpu_work_of`, at once)."""
+        if self._by_corr is None:
+            self._link()
+        return list(map(self._work[0].__contains__, map(self.corr.__getitem__, calls)))
+
     def launch_of(self, j: int) -> int:
         """The CPU-side call that started GPU work ``j``, or -1."""
         if self._by_corr is None:
@@ -447,18 +492,28 @@ def read_trace(path: str | os.PathLike, parser: str | None = None) -> Trace:
     Raises :class:`TraceError` for a missing, empty, truncated or foreign file.
     """
     path = Path(path)
-    blocks, close = open_text(path)
+    blocks, close, source = open_text(path)
+    parser = parser or PARSER
     collect = gc.isenabled()
     gc.disable()  # millions of objects that die young: no cycles to look for among them
+    split = None
     try:
-        doc = Document(path, blocks, parser or PARSER)
         b = ColumnBuilder(path)
+        n = trace_parts.processes(path, source.size)
+        if n > 1:
+            split = trace_parts.Split(path, parser, b, n, source)
+        doc = Document(path, blocks, parser, part=split)
         for batch, checked in doc.batches():
             b.add(batch, checked)
             del batch
         columns = b.finish()
     finally:
+        if split is not None:
+            split.close()
         close()
         if collect:
             gc.enable()
-    return Trace(path, columns, doc.header)
+    trace = Trace(path, columns, doc.header)
+    if split is not None and split.joined:
+        trace.read_by = {"processes": split.joined + 1, "worker_peak_bytes": split.worker_peak_bytes}
+    return trace

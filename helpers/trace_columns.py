@@ -142,6 +142,7 @@ class ColumnBuilder:
         self.seq_cat: list[bool] = []  # CPU ops: their sequence numbers are kept
         self.i = -1  # index of the last event read, timed or not
         self.n = 0  # timed events so far
+        self.lone_ends = 0  # "E" events with no "B" before them on their thread
 
     def _new_cat(self, cat: str) -> int:
         c = self.c
@@ -338,6 +339,7 @@ class ColumnBuilder:
             else:  # "E" closes the latest "B" on its thread
                 stack = open_b.get((pid, tid))
                 if not stack:
+                    self.lone_ends += 1
                     continue
                 _, b = stack.pop()
                 name, dur, ts = b.name, ts - b.ts, b.ts
@@ -382,6 +384,46 @@ class ColumnBuilder:
         c.lane.fromlist(c_lane)
         c.corr.fromlist(c_corr)
         self.i, self.n = i, n
+
+    def paired(self) -> bool:
+        """Whether begin/end events ("B", "E") were read: a part of the list cannot be read apart from them."""
+        return bool(self.open_b or self.lone_ends)
+
+    def merge(self, part: Columns, read: int) -> None:
+        """The columns of the events that follow, read apart (:mod:`helpers.trace_parts`); ``read``: events in them, timed or not.
+
+        Codes are given as if this builder had read those events itself: the
+        tables come out the same, in the same order.
+        """
+        c, n0 = self.c, self.n
+        names = [self.name_ix.get(x) for x in part.names]
+        names = [self._new_name(x) if k is None else k for x, k in zip(part.names, names)]
+        cats = [self.cat_ix.get(x) for x in part.cats]
+        cats = [self._new_cat(x) if k is None else k for x, k in zip(part.cats, cats)]
+        lanes = []
+        for k, key in enumerate(part.lane_keys):
+            li = self.lane_ix.get(key)
+            if li is None:
+                li = self._new_lane(key)
+            c.lane_gpu[li] = c.lane_gpu[li] or part.lane_gpu[k]
+            c.lane_cpu[li] = c.lane_cpu[li] or part.lane_cpu[k]
+            lanes.append(li)
+        c.lane_names.update(part.lane_names)
+        c.name_id.extend(array("l", map(names.__getitem__, part.name_id)))
+        c.cat_id.extend(array("l", map(cats.__getitem__, part.cat_id)))
+        c.lane.extend(array("l", map(lanes.__getitem__, part.lane)))
+        c.ts.extend(part.ts)
+        c.dur.extend(part.dur)
+        c.corr.extend(part.corr)
+        c.args.update(zip(map(n0.__add__, part.args), part.args.values()))
+        m, pm = c.memory, part.memory
+        for column in ("ts", "allocated", "reserved", "bytes", "device_type", "device_id"):
+            getattr(m, column).extend(getattr(pm, column))
+        c.seq_event.extend(array("l", map(n0.__add__, part.seq_event)))
+        c.seq_number.extend(part.seq_number)
+        c.seq_fwd_thread.extend(part.seq_fwd_thread)
+        self.i += read
+        self.n += len(part.ts)
 
     def finish(self) -> Columns:
         """The columns, once every batch is in; TraceError if no event can be shown."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import chain
 from operator import attrgetter
 from pathlib import Path
 from typing import Any, Iterator, Union
@@ -26,7 +27,7 @@ from typing import Any, Iterator, Union
 from .trace_source import TraceError
 
 CHUNK = 1 << 16  # bytes of event text decoded at a time
-_SPLIT = re.compile(rb"\}\s*,\s*\{")  # between two events (or, rarely, inside one: the decoder tells)
+EVENT_CUT = re.compile(rb"\}\s*,\s*\{")  # between two events (or, rarely, inside one: the decoder tells)
 _STRUCTURE = re.compile(rb'["\[\]{}]')
 _STRING_REST = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _SCALAR = re.compile(rb"[^\s,\]}]*")
@@ -345,6 +346,15 @@ class _Text:
         self.data = parts[0] if len(parts) == 1 else b"".join(parts)
         return 0
 
+    def restart(self, blocks: Iterator[bytes], at: int) -> int:
+        """Go on from offset ``at`` of the text, read from ``blocks`` (which start there). Returns the new ``pos``."""
+        self.blocks, self.data, self.base, self.eof = blocks, b"", at, False
+        return 0
+
+    def go_on(self, blocks: Iterator[bytes]) -> None:
+        """The text does not end where it was cut: after what is left of it, ``blocks`` follow."""
+        self.blocks, self.eof = chain(self.blocks, blocks), False
+
     def skip_ws(self, pos: int) -> int:
         """``pos`` moved past whitespace; at ``len(data)`` only at the end of the text."""
         while True:
@@ -412,11 +422,14 @@ class Document:
     after the event list included, once :meth:`batches` has run out.
     """
 
-    def __init__(self, path: Path, blocks: Iterator[bytes], parser: str = PARSER) -> None:
+    def __init__(self, path: Path, blocks: Iterator[bytes], parser: str = PARSER, part: Any = None) -> None:
         self.path = path
         self.text = _Text(blocks)
         self.parser = parser
         self.header: dict = {}
+        #: read in parts (helpers.trace_parts): the text given ends at ``part.end``, where, between two
+        #: events, ``part.reached(offset)`` says how to go on
+        self.part = part
 
     def _at(self, pos: int) -> int:
         return self.text.base + pos
@@ -432,7 +445,7 @@ class Document:
             raise TraceError(f"{path}: the file is empty")
         first = text.data[pos]
         if first == 0x5B:  # '[': a bare list of events, as the Chrome format allows
-            pos = yield from self._events(pos + 1)
+            pos = self._whole((yield from self._events(pos + 1)))
             pos = text.skip_ws(pos)
             if pos < len(text.data):
                 raise TraceError(f"{path}: the file is not valid JSON: something follows the list of events")
@@ -467,7 +480,7 @@ class Document:
                 if found:
                     raise TraceError(f"{path}: the trace has two 'traceEvents' lists")
                 found = True
-                pos = yield from self._events(pos + 1)
+                pos = self._whole((yield from self._events(pos + 1)))
             else:
                 pos, end = text.value_end(pos)
                 value = decode_value(path, text.data[pos:end], self._at(pos), self.parser)
@@ -493,6 +506,13 @@ class Document:
         if not found:
             raise TraceError(f"{path}: JSON without a 'traceEvents' list: not a profiler trace")
 
+    def _whole(self, end: int) -> int:
+        """Past the list of events: a cut that the list did not reach is taken back (the text read on as one)."""
+        if self.part is not None:
+            self.text.go_on(self.part.abandon())
+            self.part = None
+        return end
+
     def _json_error_at(self, pos: int) -> TraceError:
         """The json module's words for a fault found at ``pos`` in the top level."""
         data = self.text.data
@@ -502,12 +522,39 @@ class Document:
                               f"(a trailing comma) at byte {self._at(len(before) - 1)}")
         return self._bad(pos)
 
+    def events_from(self, at: int) -> Iterator[tuple[list, bool]]:
+        """The events from offset ``at`` of the text (where an event starts) up to the part's end or the list's."""
+        self.text.base = at
+        return self._events(0)
+
+    def _part_end(self, pos: int) -> tuple[list, int] | None:
+        """At the end of a part: its last events, if they end there (a cut between two events), and where to go on.
+
+        None when the cut was not between two events, or the list ended
+        before it: the caller reads on as if the text had not been cut.
+        """
+        text = self.text
+        tail = text.data[pos:].rstrip(_WS)
+        if not tail.endswith(b","):
+            return None
+        try:
+            events, checked = decode_events(self.path, tail[:-1], self._at(pos), self.parser)
+        except (_Split, _Ends):
+            return None
+        return events, checked
+
     def _events(self, pos: int) -> Iterator[tuple[list, bool]]:
-        """The list of events from ``pos`` (just past its '['); returns the offset past its ']'."""
+        """The list of events from ``pos`` (just past its '['); returns the offset past its ']'.
+
+        Read in parts, it returns None where a part's text ends between two
+        events and the rest is read elsewhere.
+        """
         text, path, parser = self.text, self.path, self.parser
         pos = text.skip_ws(pos)
         if text.data[pos:pos + 1] == b"]":
             return pos + 1
+        if self.part is not None and self.part.end is None and not self.part.begin(text, self._at(pos)):
+            self.part = None  # not worth cutting
         want = CHUNK
         seek = pos + want  # where to look for the next cut between two events
         while True:
@@ -515,11 +562,28 @@ class Document:
                 seek -= pos
                 pos = text.hold(pos, want + 4 * CHUNK)
             data = text.data
-            m = _SPLIT.search(data, min(seek, len(data)))
+            m = EVENT_CUT.search(data, min(seek, len(data)))
             if m is None:
                 if not text.eof:
                     seek = max(seek, len(data) - 64)
                     want = len(data) - pos + CHUNK
+                    continue
+                part = self.part
+                if part is not None and self._at(len(data)) == part.end:
+                    last = self._part_end(pos)
+                    if last is not None:
+                        yield last  # into the columns before what the workers read
+                    how = part.reached(self._at(len(data)), last is not None)
+                    if how.stop:  # this process reads only this part
+                        return None
+                    self.part = None
+                    if how.list_end is not None:  # the rest of the list was read elsewhere: on past its ']'
+                        return text.restart(how.blocks, how.list_end)
+                    if last is not None:  # read on here, from the first part the workers could not read
+                        pos = text.restart(how.blocks, how.at)
+                    else:
+                        text.go_on(how.blocks)
+                    seek = pos + want
                     continue
                 events, checked, end = decode_events_to_end(path, data[pos:], self._at(pos), parser)
                 yield events, checked

@@ -26,8 +26,16 @@ class TraceError(ValueError):
     """The input is not a readable profiler trace; the message says why."""
 
 
-def open_text(path: Path) -> tuple[Iterator[bytes], Callable[[], None]]:
-    """The file's JSON text as UTF-8 blocks, and a function that closes the file."""
+class Source:
+    """What the blocks come from: ``plain`` once the first block shows a regular file whose bytes are the text."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size  # bytes, for a regular file; 0 for a pipe
+        self.plain = False  # not gzip, UTF-8 without a byte order mark: an offset in the text is one in the file
+
+
+def open_text(path: Path) -> tuple[Iterator[bytes], Callable[[], None], Source]:
+    """The file's JSON text as UTF-8 blocks, a function that closes the file, and what the text comes from."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -40,13 +48,14 @@ def open_text(path: Path) -> tuple[Iterator[bytes], Callable[[], None]]:
         f = _open_pipe(path) if stat.S_ISFIFO(st.st_mode) else open(path, "rb")
     except OSError as e:
         raise TraceError(f"{path}: cannot be read ({e.strerror or e})") from None
-    blocks = _utf8(path, _raw_blocks(path, f))
+    source = Source(st.st_size if stat.S_ISREG(st.st_mode) else 0)
+    blocks = _utf8(path, _raw_blocks(path, f, source), source)
 
     def close() -> None:
         blocks.close()
         f.close()
 
-    return blocks, close
+    return blocks, close, source
 
 
 def _open_pipe(path: Path) -> Any:
@@ -78,13 +87,14 @@ def _open_pipe(path: Path) -> Any:
         raise
 
 
-def _raw_blocks(path: Path, f: Any) -> Iterator[bytes]:
+def _raw_blocks(path: Path, f: Any, source: Source) -> Iterator[bytes]:
     """The file's bytes, un-gzipped when they are gzip, about BLOCK bytes at a time."""
     try:
         first = f.read(BLOCK)
         if first[:2] != _GZIP_MAGIC:
             if path.suffix == ".gz":
                 raise TraceError(f"{path}: the name ends in .gz but the file is not gzip-compressed")
+            source.plain = source.size > 0  # _utf8 takes it back for another encoding
             block = first
             while block:
                 yield block
@@ -148,7 +158,7 @@ def _encoding(head: bytes) -> str:
     return "utf-8"
 
 
-def _utf8(path: Path, blocks: Iterator[bytes]) -> Iterator[bytes]:
+def _utf8(path: Path, blocks: Iterator[bytes], source: Source) -> Iterator[bytes]:
     """The text as UTF-8: a byte order mark dropped, UTF-16 and UTF-32 re-encoded, as the json module reads them."""
     head = b""
     for head in blocks:
@@ -159,6 +169,8 @@ def _utf8(path: Path, blocks: Iterator[bytes]) -> Iterator[bytes]:
         if not more or len(head) >= 4:
             break
     enc = _encoding(head)
+    if enc != "utf-8":
+        source.plain = False
     if enc == "utf-8":
         if head:
             yield head
