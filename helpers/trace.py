@@ -126,6 +126,7 @@ class Trace:
         self.ts: array = c.ts  # per event: start, microseconds since the first event
         self.dur: array = c.dur
         self.lane: array = c.lane  # per event: its lane's index in ``lanes``
+        self.lane_cats: set[tuple[int, int]] = c.lane_cats  # (lane, category code) pairs that occur
         self.corr: array = c.corr  # per event: correlation id, or -1
         self.args: dict[int, dict] = c.args  # GPU work and the profiler's events: their kept args
         self.memory: MemoryColumns = c.memory  # the [memory] events, in file order
@@ -258,8 +259,12 @@ class Trace:
         found = self._queries.get(key)
         if found is None:
             idx = self.indices(key[1])
-            flags = self._lane_gpu if gpu else [not g for g in self._lane_gpu]
-            found = self._queries[key] = array("l", compress(idx, map(flags.__getitem__, map(self.lane.__getitem__, idx))))
+            cats = {ci for ci, g in enumerate(self.cat_groups) if g in key[1]}
+            lane_gpu = self._lane_gpu
+            if any(ci in cats and lane_gpu[li] != gpu for li, ci in self.lane_cats):  # some to leave out
+                flags = lane_gpu if gpu else [not g for g in lane_gpu]
+                idx = compress(idx, map(flags.__getitem__, map(self.lane.__getitem__, idx)))
+            found = self._queries[key] = array("l", idx)
         return found.tolist()
 
     def by_lane(self, idx: list[int]) -> dict[int, list[int]]:

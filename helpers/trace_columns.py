@@ -104,6 +104,7 @@ class Columns:
     lane_names: dict[tuple, str] = field(default_factory=dict)  # (pid, tid) -> its thread_name
     lane_gpu: list[bool] = field(default_factory=list)  # lane code -> has GPU events
     lane_cpu: list[bool] = field(default_factory=list)  # lane code -> has events that are not the profiler's
+    lane_cats: set[tuple[int, int]] = field(default_factory=set)  # (lane code, category code) of every event
     name_id: array = field(default_factory=lambda: array("l"))
     cat_id: array = field(default_factory=lambda: array("l"))
     ts: array = field(default_factory=lambda: array("d"))  # microseconds, as in the file
@@ -227,7 +228,9 @@ class ColumnBuilder:
         if None in lanes:
             lanes = self._codes(keys, self.lane_ix, self._new_lane)
         gpu_cat, cpu_cat, lane_gpu, lane_cpu = self.gpu_cat, self.cpu_cat, c.lane_gpu, c.lane_cpu
-        for li, ci in set(zip(lanes, cat_ids)):
+        pairs = set(zip(lanes, cat_ids))
+        c.lane_cats |= pairs
+        for li, ci in pairs:
             if gpu_cat[ci]:
                 lane_gpu[li] = True
             elif cpu_cat[ci]:
@@ -377,6 +380,7 @@ class ColumnBuilder:
             c_dur.append(dur)
             c_lane.append(li)
             c_corr.append(corr)
+        c.lane_cats.update(zip(c_lane, c_cat))
         c.name_id.fromlist(c_name)
         c.cat_id.fromlist(c_cat)
         c.ts.fromlist(c_ts)
@@ -408,6 +412,7 @@ class ColumnBuilder:
             c.lane_gpu[li] = c.lane_gpu[li] or part.lane_gpu[k]
             c.lane_cpu[li] = c.lane_cpu[li] or part.lane_cpu[k]
             lanes.append(li)
+        c.lane_cats.update((lanes[li], cats[ci]) for li, ci in part.lane_cats)
         c.lane_names.update(part.lane_names)
         c.name_id.extend(array("l", map(names.__getitem__, part.name_id)))
         c.cat_id.extend(array("l", map(cats.__getitem__, part.cat_id)))

@@ -48,11 +48,19 @@ def processes(path: Path, size: int) -> int:
         n = int(wanted) if wanted.strip() else len(os.sched_getaffinity(0))
     except (ValueError, AttributeError):  # no sched_getaffinity outside Linux
         n = os.cpu_count() or 1
-    # fork() copies only the calling thread: with other threads about (a Jupyter kernel's), a lock
-    # one of them holds would stay locked in the child forever
-    if n < 2 or not sys.platform.startswith("linux") or threading.active_count() > 1:
+    if n < 2 or not sys.platform.startswith("linux") or not _alone():
         return 1
     return max(1, min(n, size // MIN_PART))
+
+
+def _alone() -> bool:
+    """No other thread in this process.
+
+    fork() copies only the calling thread: with other threads about (a
+    Jupyter kernel's), a lock one of them holds would stay locked in the
+    child forever.
+    """
+    return threading.active_count() == 1
 
 
 def file_blocks(path: Path, start: int, length: int | None = None) -> Iterator[bytes]:

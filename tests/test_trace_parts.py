@@ -1,0 +1,197 @@
+"""A trace read in parts by forked workers (helpers/trace_parts.py) is the trace one process reads.
+
+Real traces in, every column compared with the single-process read; then what
+must make the reader give up its workers and read on alone (a cut inside a
+string, begin/end pairs across a cut, a worker that fails or dies, JSON faults
+in a worker's part) with the same result or the same error as one process.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from conftest import EXTERNAL, H200, ROOT, cli, columns
+from helpers import trace_parts
+from helpers.trace import TraceError, read_trace
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the reader forks workers on Linux only")
+
+TRAINING = H200 / "train-fp32-loop_bf16_warm_eager.json"  # CPU ops, runtime calls, kernels, memory events, flows
+
+
+@pytest.fixture
+def small_parts(monkeypatch):
+    """Parts of 64 KB, so that the repository's traces are cut too.
+
+    Other tests of the session leave threads running (the simulated GPUs'
+    notebook runs), which turns the workers off; these tests fork anyway:
+    their workers only read a file. test_no_workers_beside_other_threads
+    checks the guard itself.
+    """
+    monkeypatch.setattr(trace_parts, "MIN_PART", 1 << 16)
+    monkeypatch.setattr(trace_parts, "_alone", lambda: True)
+
+
+def read(path: Path, processes: int, monkeypatch) -> object:
+    monkeypatch.setenv("PROFILING_READ_WORKERS", str(processes))
+    return read_trace(path)
+
+
+def _traces() -> list[Path]:
+    files = sorted(H200.glob("*.json"), key=lambda p: -p.stat().st_size)[:6]
+    if EXTERNAL.is_dir():
+        files += [p for p in sorted(EXTERNAL.glob("*.json")) if p.stat().st_size > 1 << 17]
+    return files
+
+
+@pytest.mark.parametrize("path", _traces(), ids=lambda p: p.name)
+@pytest.mark.parametrize("processes", [2, 3, 5])
+def test_parts_give_the_same_columns(path, processes, small_parts, monkeypatch):
+    alone = read(path, 1, monkeypatch)
+    parts = read(path, processes, monkeypatch)
+    assert alone.read_by["processes"] == 1
+    assert parts.read_by["processes"] > 1, "the trace was not cut: this test would compare nothing"
+    assert parts.read_by["worker_peak_bytes"] > 0
+    assert columns(parts) == columns(alone)
+
+
+def test_a_large_trace_through_the_command_line(tmp_path):
+    """A 20 MB trace in torch's layout: two processes by default, the same summary as one."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from grow import grow
+
+    big = tmp_path / "big.pt.trace.json"
+    grow(H200 / "block8x256x512_bf16_warm_eager.json", big, 20_000_000)
+    assert big.read_bytes()[:1] == b"\n"  # torch's own layout, leading newline included
+    one = cli("summarize", "--json", big, env={"PROFILING_READ_WORKERS": "1"})
+    two = cli("summarize", "--json", big, env={"PROFILING_READ_WORKERS": "2"})
+    assert one.returncode == two.returncode == 0, one.stderr + two.stderr
+    assert json.loads(two.stdout) == json.loads(one.stdout)
+    assert json.loads(one.stdout)["events"] > 50_000
+
+
+def _write_events(path: Path, events: list[dict], pretty: bool = False) -> None:
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events, "traceName": "t"},
+                               indent=1 if pretty else None))
+
+
+def _x(i: int, name: str = "aten::mm", tid: int = 1) -> dict:
+    return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": tid, "ts": 10.0 * i, "dur": 5.0,
+            "args": {"External id": i}}
+
+
+def test_cuts_inside_strings_are_not_taken(tmp_path, small_parts, monkeypatch):
+    """Every name holds what looks like the end of one event and the start of the next."""
+    path = tmp_path / "strings.json"
+    _write_events(path, [_x(i, name='a}, {"ph": "X", "name": "b' * 40) for i in range(6000)])
+    assert columns(read(path, 3, monkeypatch)) == columns(read(path, 1, monkeypatch))
+
+
+def test_begin_end_pairs_across_a_cut(tmp_path, small_parts, monkeypatch):
+    events = [_x(i) for i in range(3000)]
+    events.insert(10, {"ph": "B", "cat": "cpu_op", "name": "outer", "pid": 1, "tid": 1, "ts": 1.0})
+    events.append({"ph": "E", "pid": 1, "tid": 1, "ts": 40000.0})
+    path = tmp_path / "pairs.json"
+    _write_events(path, events)
+    alone, parts = read(path, 1, monkeypatch), read(path, 3, monkeypatch)
+    assert columns(parts) == columns(alone)
+    assert "outer" in alone.name_table
+
+
+@pytest.mark.parametrize("how", ["raises", "killed"])
+def test_a_worker_that_fails_costs_only_time(how, small_parts, monkeypatch):
+    def fail(*args):
+        if how == "killed":
+            os.kill(os.getpid(), signal.SIGKILL)
+        raise MemoryError("no room")
+
+    alone = read(TRAINING, 1, monkeypatch)
+    monkeypatch.setattr(trace_parts, "_read_part", fail)
+    parts = read(TRAINING, 3, monkeypatch)
+    assert parts.read_by["processes"] == 1
+    assert columns(parts) == columns(alone)
+
+
+def _message(path: Path, processes: int, monkeypatch) -> str:
+    with pytest.raises(TraceError) as e:
+        read(path, processes, monkeypatch)
+    return str(e.value)
+
+
+@pytest.mark.parametrize("fault", ["bad byte", "cut short", "trailing comma", "bad event"])
+def test_faults_in_a_workers_part_are_worded_as_one_process_words_them(fault, tmp_path, small_parts, monkeypatch):
+    text = TRAINING.read_text()
+    at = text.index('"ph": "X"', len(text) * 3 // 4)  # in the last part
+    if fault == "bad byte":
+        text = text[:at] + "\x01" + text[at:]
+    elif fault == "cut short":
+        text = text[:at]
+    elif fault == "trailing comma":
+        end = text.rindex("]")
+        text = text[:end].rstrip() + ",\n" + text[end:]
+    else:
+        text = text[:at] + text[at:].replace('"dur": ', '"dur": -', 1)
+    path = tmp_path / "faulty.json"
+    path.write_text(text)
+    alone = _message(path, 1, monkeypatch)
+    assert _message(path, 3, monkeypatch) == alone
+
+
+def test_gzip_and_other_encodings_are_read_by_one_process(tmp_path, small_parts, monkeypatch):
+    gz = tmp_path / "t.json.gz"
+    gz.write_bytes(gzip.compress(TRAINING.read_bytes()))
+    utf16 = tmp_path / "t16.json"
+    utf16.write_bytes(TRAINING.read_text().encode("utf-16"))
+    alone = columns(read(TRAINING, 1, monkeypatch))
+    for path in (gz, utf16):
+        t = read(path, 3, monkeypatch)
+        assert t.read_by["processes"] == 1
+        assert columns(t) == alone
+
+
+def test_no_workers_beside_other_threads():
+    """A Jupyter kernel has threads: fork() would copy none of them, nor release the locks they hold.
+
+    In a fresh process: this session's other tests leave threads of their own running.
+    """
+    code = f"""
+import threading
+from helpers import trace_parts
+from helpers.trace import read_trace
+trace_parts.MIN_PART = 1 << 16
+path = {str(TRAINING)!r}
+before = read_trace(path).read_by["processes"]
+stop = threading.Event()
+other = threading.Thread(target=stop.wait)
+other.start()
+during = read_trace(path).read_by["processes"]
+stop.set()
+other.join()
+print(before, during, read_trace(path).read_by["processes"])
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120,
+                       env={**os.environ, "PROFILING_READ_WORKERS": "3"})
+    assert r.returncode == 0, r.stderr
+    before, during, after = map(int, r.stdout.split())
+    assert before > 1 and after > 1
+    assert during == 1
+
+
+def test_a_bare_list_and_a_list_that_ends_before_the_cut(tmp_path, small_parts, monkeypatch):
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps([_x(i) for i in range(4000)]))
+    short_list = tmp_path / "short.json"  # the events end early; a long field follows them
+    short_list.write_text(json.dumps({"traceEvents": [_x(i) for i in range(200)], "padding": ["x" * 100] * 4000}))
+    for path in (bare, short_list):
+        assert columns(read(path, 3, monkeypatch)) == columns(read(path, 1, monkeypatch))
+    assert read(bare, 3, monkeypatch).read_by["processes"] > 1
