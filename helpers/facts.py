@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from itertools import compress
 from typing import Any
 
-from . import hardware
+from . import hardware, vector
 from . import kernel_kinds as kk
 from .memory import MemoryPeak, memory_peaks
 from .trace import (ANNOTATION, CPU_GROUPS, CPU_OP, DRIVER, GPU_WORK, MEMCPY, MEMSET, RUNTIME,
@@ -116,8 +116,7 @@ def self_cpu_us(trace: Trace) -> float:
     Nested events' self times add up to the time their outermost events
     cover, so this is the covered time on each CPU thread, summed.
     """
-    per_lane = trace.by_lane(trace.on_gpu(CPU_GROUPS, gpu=False))
-    return sum(e - s for idx in per_lane.values() for s, e in lane_spans(trace, idx))
+    return vector.covered_us(trace, trace.on_gpu(CPU_GROUPS, gpu=False))
 
 
 def gpu_work(trace: Trace) -> list[int]:
@@ -137,8 +136,7 @@ def window(trace: Trace) -> tuple[float, float]:
     """The recorded window: first step (or first event) to the last event's end."""
     st = steps(trace)
     lo = st[0].start_us if st else min(trace.ts)
-    hi = max(map(operator.add, trace.ts, trace.dur))
-    return lo, hi
+    return lo, vector.max_end(trace)
 
 
 def collective_work(trace: Trace, work: list[int] | None = None) -> list[int]:
@@ -466,8 +464,8 @@ def annotation_gaps(trace: Trace, label: str | None = None) -> list[Gap]:
     ops_by_lane: dict[int, tuple[list[float], list[int]]] = {}  # lane -> op starts, ascending, and the ops
     for li, idx in trace.by_lane(trace.indices((CPU_OP,))).items():
         if li in lanes:
-            idx.sort(key=ts.__getitem__)  # stable: among ops that start together, the first in the file
-            ops_by_lane[li] = (list(map(ts.__getitem__, idx)), idx)
+            idx, starts = vector.by_start(trace, idx)  # among ops that start together, the first in the file
+            ops_by_lane[li] = (starts, idx)
     out = []
     for a in wanted:
         name = trace.name_of(a)

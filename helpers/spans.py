@@ -49,11 +49,19 @@ def lane_spans(trace: "Trace", idx: Iterable[int]) -> list[tuple[float, float]]:
 
 def covered(spans: list[tuple[float, float]], lo: float, hi: float) -> float:
     """Microseconds of ``spans`` (merged, sorted) inside [lo, hi]."""
-    total = 0.0
-    k = bisect.bisect_left(spans, (lo, lo)) - 1
-    for s, e in spans[max(k, 0):]:
-        if s >= hi:
-            break
+    k = max(bisect.bisect_left(spans, (lo, lo)) - 1, 0)
+    stop = bisect.bisect_left(spans, (hi, hi), k)  # spans from here on start at or after hi
+    while stop < len(spans) and spans[stop][0] < hi:
+        stop += 1
+    inside = spans[k:stop]
+    if not inside:
+        return 0.0
+    # clip the spans at the two ends; those between lie wholly inside [lo, hi]
+    s, e = inside[0]
+    total = 0.0 + max(0.0, min(e, hi) - max(s, lo))
+    if len(inside) > 1:
+        total = sum([e - s for s, e in inside[1:-1]], total)  # added one by one, in order, as a loop would
+        s, e = inside[-1]
         total += max(0.0, min(e, hi) - max(s, lo))
     return total
 

@@ -1,9 +1,11 @@
 """A profiler trace, held column by column, and the questions the facts ask of it.
 
-No torch, no numpy, no pandas: this works on any machine and on any trace
-file, however it was made. :func:`read_trace` streams the file
-(:mod:`helpers.trace_source` for the bytes, :mod:`helpers.trace_json` for the
-JSON, :mod:`helpers.trace_columns` for the columns) into a :class:`Trace`:
+No torch, no pandas, and numpy only if it is there (:mod:`helpers.vector`):
+this works on any machine and on any trace file, however it was made.
+:func:`read_trace` streams the file (:mod:`helpers.trace_source` for the
+bytes, :mod:`helpers.trace_json` for the JSON, :mod:`helpers.trace_columns`
+for the columns; :mod:`helpers.trace_parts` for a large file read by several
+processes at once) into a :class:`Trace`:
 one ``array`` per field, names interned, so a trace of hundreds of megabytes
 costs less memory than its own text (``benchmarks/bench_reader.py`` measures
 it). :class:`Trace` answers the questions: which events, nested in which, which
@@ -27,7 +29,7 @@ from typing import Any, Iterable
 from .categories import (ANNOTATION, CPU_GROUPS, CPU_OP, DRIVER, GPU_ANNOTATION, GPU_GROUPS, GPU_WORK, KERNEL,
                          MEMCPY, MEMSET, OTHER, OVERHEAD, PYTHON, RUNTIME, SYNC, category_group)
 from .spans import covered, gc_paused, lane_spans
-from . import trace_parts
+from . import trace_parts, vector
 from .trace_columns import ColumnBuilder, Columns, MemoryColumns
 from .trace_json import PARSER, Document
 from .trace_source import TraceError, open_text
@@ -128,7 +130,7 @@ class Trace:
         self.lane: array = c.lane  # per event: its lane's index in ``lanes``
         self.lane_cats: set[tuple[int, int]] = c.lane_cats  # (lane, category code) pairs that occur
         self.corr: array = c.corr  # per event: correlation id, or -1
-        self.args: dict[int, dict] = c.args  # GPU work and the profiler's events: their kept args
+        self.args = c.args  # GPU work and the profiler's events: their kept args (a Mapping of dicts)
         self.memory: MemoryColumns = c.memory  # the [memory] events, in file order
         self.seq_event: array = c.seq_event  # CPU ops with a sequence number: their indices, ascending
         self.seq_number: array = c.seq_number  # ... their "Sequence number"
@@ -249,6 +251,9 @@ class Trace:
                 idx = array("l", [i for i in idx if cat[i] in want_cats])
             return idx
         if want_cats is not None:
+            if vector.NUMPY and self._by_cat is None:  # one pass in C beats building every category's index
+                return vector.select(self, [ci in want_cats for ci in range(len(self.cat_groups))],
+                                     [True] * len(self.lanes))
             by = self._index()
             return array("l", _merged([by[ci] for ci in want_cats]))
         return array("l", range(len(self.ts)))
@@ -258,17 +263,17 @@ class Trace:
         key = ("gpu" if gpu else "not gpu", frozenset(groups))
         found = self._queries.get(key)
         if found is None:
-            idx = self.indices(key[1])
-            cats = {ci for ci, g in enumerate(self.cat_groups) if g in key[1]}
+            cat_flags = [g in key[1] for g in self.cat_groups]
             lane_gpu = self._lane_gpu
-            if any(ci in cats and lane_gpu[li] != gpu for li, ci in self.lane_cats):  # some to leave out
-                flags = lane_gpu if gpu else [not g for g in lane_gpu]
-                idx = compress(idx, map(flags.__getitem__, map(self.lane.__getitem__, idx)))
-            found = self._queries[key] = array("l", idx)
+            if any(cat_flags[ci] and lane_gpu[li] != gpu for li, ci in self.lane_cats):  # some to leave out
+                lane_flags = lane_gpu if gpu else [not g for g in lane_gpu]
+            else:
+                lane_flags = [True] * len(lane_gpu)
+            found = self._queries[key] = vector.select(self, cat_flags, lane_flags)
         return found.tolist()
 
     def by_lane(self, idx: list[int]) -> dict[int, list[int]]:
-        """These events split by lane (each list in the order of ``idx``)."""
+        """These events split by lane (each list in the order of ``idx``), lanes in the order of their codes."""
         lanes = list(map(self.lane.__getitem__, idx))
         distinct = set(lanes)
         if len(distinct) == 1:
@@ -282,7 +287,7 @@ class Trace:
                 out[li] = [i]
             else:
                 x.append(i)
-        return out
+        return dict(sorted(out.items()))
 
     def events(self, groups: Iterable[str] | None = None, name: str | None = None,
                prefix: str | None = None, contains: str | None = None) -> list[Event]:
@@ -400,32 +405,9 @@ class Trace:
     def _link(self) -> None:
         # correlation -> the first launch call (runtime or driver, on a CPU lane) and the
         # first piece of GPU work (kernel, copy, fill) with it; the rare others aside
-        launcher: dict[int, int] = {}
-        launcher2: dict[int, int] = {}
-        work: dict[int, int] = {}
-        more_work: dict[int, list[int]] = {}
-        gpu_lane = [ln.is_gpu for ln in self.lanes]
-        launch_cat = [g in (RUNTIME, DRIVER) for g in self.cat_groups]
-        work_cat = [g in GPU_WORK for g in self.cat_groups]
-        cat, lane, corr = self.cat_id, self.lane, self.corr
-        with gc_paused():
-            for i in compress(range(len(corr)), map(ge, corr, repeat(0))):
-                c = corr[i]
-                if gpu_lane[lane[i]]:
-                    if work_cat[cat[i]]:
-                        if c not in work:
-                            work[c] = i
-                        elif c in more_work:
-                            more_work[c].append(i)
-                        else:
-                            more_work[c] = [work[c], i]
-                elif launch_cat[cat[i]]:
-                    if c not in launcher:
-                        launcher[c] = i
-                    elif c not in launcher2:
-                        launcher2[c] = i
-        self._launchers = (launcher, launcher2)
-        self._work = (work, more_work)
+        self._launchers = _first_two(self.on_gpu((RUNTIME, DRIVER), gpu=False), self.corr)
+        first, more = _first_two(self.on_gpu(GPU_WORK), self.corr, every=True)
+        self._work = (first, more)
         self._by_corr = {}  # linked
 
     def gpu_work_of(self, i: int) -> list[int]:
@@ -468,6 +450,23 @@ class Trace:
         if i != j:
             return i
         return second.get(c, -1)
+
+
+def _first_two(idx: list[int], corr: array, every: bool = False) -> tuple[dict, dict]:
+    """For the events ``idx`` (ascending) that have a correlation id: id -> the first of them with it, and
+    id -> the second (``every``: id -> all of them, for the ids that several have)."""
+    ids = list(map(corr.__getitem__, idx))
+    has = list(map((-1).__lt__, ids))
+    if not all(has):
+        idx, ids = list(compress(idx, has)), list(compress(ids, has))
+    first = dict(zip(reversed(ids), reversed(idx)))  # the earliest event wins: it is written last
+    more: dict[int, Any] = {}
+    if len(first) < len(ids):  # a few ids shared: found in Python
+        seen: dict[int, list[int]] = {}
+        for c, i in zip(ids, idx):
+            seen.setdefault(c, []).append(i)
+        more = {c: (x if every else x[1]) for c, x in seen.items() if len(x) > 1}
+    return first, more
 
 
 def _merged(runs: list[array]) -> list[int]:

@@ -1,0 +1,108 @@
+"""The few whole-column computations that the facts repeat over every event, done at C speed.
+
+With numpy installed (it comes with torch and matplotlib, and with the
+``fast`` extra) these run on numpy views of the trace's columns, without
+copying them; without it, in plain Python. Both give the same numbers, to the
+last bit: the same events in the same order, and sums taken by Python's
+``sum`` over the same values in the same order (``tests/test_vector.py``
+compares the two on every trace it has). Nothing here knows what a kernel or
+a step is; :mod:`helpers.facts` asks the questions.
+"""
+
+from __future__ import annotations
+
+from array import array
+from itertools import compress
+from operator import add, and_
+from typing import TYPE_CHECKING, Any
+
+from .spans import lane_spans
+
+try:
+    import numpy as np
+except ImportError:  # pragma: no cover - the plain path is tested with NUMPY switched off
+    np = None  # type: ignore[assignment]
+
+if TYPE_CHECKING:
+    from .trace import Trace
+
+NUMPY = np is not None  # tests switch it off to check the plain path against the numpy one
+
+
+def _views(trace: "Trace") -> Any:
+    """numpy views of the trace's columns (no copies), made once."""
+    v = trace.memo.get("numpy views")
+    if v is None:
+        v = trace.memo["numpy views"] = {
+            "ts": np.frombuffer(trace.ts, dtype=np.float64) if len(trace.ts) else np.zeros(0),
+            "dur": np.frombuffer(trace.dur, dtype=np.float64) if len(trace.dur) else np.zeros(0),
+            "cat": np.frombuffer(trace.cat_id, dtype=np.dtype(trace.cat_id.typecode)),
+            "lane": np.frombuffer(trace.lane, dtype=np.dtype(trace.lane.typecode)),
+        }
+    return v
+
+
+def select(trace: "Trace", cat_flags: list[bool], lane_flags: list[bool]) -> array:
+    """Indices (ascending) of the events whose category and lane both have their flag set."""
+    n = len(trace.ts)
+    if not n or not any(cat_flags) or not any(lane_flags):
+        return array("l")
+    if NUMPY:
+        v = _views(trace)
+        mask = np.asarray(cat_flags, dtype=bool)[v["cat"]]
+        if not all(lane_flags):
+            mask &= np.asarray(lane_flags, dtype=bool)[v["lane"]]
+        return array("l", np.flatnonzero(mask).tolist())
+    flags = map(cat_flags.__getitem__, trace.cat_id)
+    if not all(lane_flags):
+        flags = map(and_, flags, map(lane_flags.__getitem__, trace.lane))
+    return array("l", compress(range(n), flags))
+
+
+def max_end(trace: "Trace") -> float:
+    """The latest end (start + duration) of any event; the trace must have events."""
+    if NUMPY:
+        v = _views(trace)
+        return float((v["ts"] + v["dur"]).max())
+    return max(map(add, trace.ts, trace.dur))
+
+
+def covered_us(trace: "Trace", idx: list[int]) -> float:
+    """The time covered by these events on each lane (merged [start, end) spans), summed over the lanes.
+
+    Each lane's spans are merged as :func:`helpers.spans.lane_spans` merges
+    them; their lengths are summed with ``sum`` in time order, lane after lane
+    in the order of the lanes' codes.
+    """
+    if not NUMPY:
+        return sum(e - s for one in trace.by_lane(idx).values() for s, e in lane_spans(trace, one))
+    if not len(idx):
+        return 0
+    v = _views(trace)
+    ix = np.asarray(idx, dtype=np.int64)
+    lanes = v["lane"][ix]
+    lengths: list[float] = []
+    codes = np.unique(lanes)
+    for li in codes:
+        one = ix if len(codes) == 1 else ix[lanes == li]
+        s = v["ts"][one]
+        e = s + v["dur"][one]
+        order = np.lexsort((e, s))  # as sorted() orders (start, end) pairs
+        s, e = s[order], e[order]
+        reach = np.maximum.accumulate(e)  # the end of the merged span so far
+        cut = np.flatnonzero(s[1:] > reach[:-1])  # a span that starts after it: a new merged span
+        starts = np.concatenate((s[:1], s[cut + 1]))
+        ends = np.concatenate((reach[cut], reach[-1:]))
+        lengths += (ends - starts).tolist()
+    return sum(lengths)
+
+
+def by_start(trace: "Trace", idx: list[int]) -> tuple[list[int], list[float]]:
+    """``idx`` sorted by start time (events that start together keep their order in ``idx``), and their starts."""
+    if NUMPY and len(idx) > 64:
+        ix = np.asarray(idx, dtype=np.int64)
+        ts = _views(trace)["ts"]
+        ix = ix[np.argsort(ts[ix], kind="stable")]
+        return ix.tolist(), ts[ix].tolist()
+    idx = sorted(idx, key=trace.ts.__getitem__)
+    return idx, list(map(trace.ts.__getitem__, idx))

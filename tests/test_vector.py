@@ -1,0 +1,107 @@
+"""numpy and plain Python give the same facts, to the last bit (helpers/vector.py).
+
+Real traces in: every whole-column computation of :mod:`helpers.vector`, and
+the whole summary through the command line's ``--json``, once with numpy and
+once without, compared with ``==`` (no tolerance).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import EXTERNAL, H200, cli
+from helpers import facts, vector
+from helpers.categories import CPU_GROUPS, CPU_OP, GPU_WORK
+from helpers.trace import TraceError, read_trace
+
+pytest.importorskip("numpy")
+
+
+def _traces() -> list[Path]:
+    files = sorted(H200.glob("*.json"))
+    if EXTERNAL.is_dir():
+        files += sorted(p for p in EXTERNAL.rglob("*.json*") if "rank" not in p.name)
+    return files
+
+
+def _both(monkeypatch, f):
+    """f() with numpy, then without; on a fresh trace each time (the views and answers are kept on it)."""
+    monkeypatch.setattr(vector, "NUMPY", True)
+    with_numpy = f()
+    monkeypatch.setattr(vector, "NUMPY", False)
+    return with_numpy, f()
+
+
+@pytest.mark.parametrize("path", _traces(), ids=lambda p: p.name)
+def test_the_same_summary_with_and_without_numpy(path, monkeypatch):
+    def summary():
+        try:
+            return facts.summarize(read_trace(path)).to_json()
+        except TraceError as e:  # a file of the external set that is not a trace: the same words either way
+            return str(e)
+
+    a, b = _both(monkeypatch, summary)
+    assert a == b
+    if isinstance(a, str):
+        return
+    # and the unrounded figures the summary rounds, bit for bit
+    for f in (facts.self_cpu_us, facts.window, lambda t: facts.balance(t).gpu_busy_us):
+        monkeypatch.setattr(vector, "NUMPY", True)
+        x = f(read_trace(path))
+        monkeypatch.setattr(vector, "NUMPY", False)
+        assert f(read_trace(path)) == x
+
+
+@pytest.mark.parametrize("path", [H200 / "train-fp32-loop_bf16_warm_eager.json", H200 / "block8x256x512_bf16_warm_eager.json"],
+                         ids=lambda p: p.name)
+def test_each_computation_alike(path, monkeypatch):
+    t = read_trace(path)
+    cat_flags = [g in CPU_GROUPS for g in t.cat_groups]
+    lane_flags = [not ln.is_gpu for ln in t.lanes]
+    a, b = _both(monkeypatch, lambda: vector.select(t, cat_flags, lane_flags))
+    assert a == b and len(a) > 100
+    assert list(a) == [i for i in range(len(t)) if cat_flags[t.cat_id[i]] and lane_flags[t.lane[i]]]
+    a, b = _both(monkeypatch, lambda: vector.max_end(t))
+    assert a == b == max(t.ts[i] + t.dur[i] for i in range(len(t)))
+    idx = list(a_ for a_ in vector.select(t, cat_flags, lane_flags))
+    a, b = _both(monkeypatch, lambda: vector.covered_us(t, idx))
+    assert a == b > 0
+    ops = t.indices((CPU_OP,))
+    a, b = _both(monkeypatch, lambda: vector.by_start(t, ops))
+    assert a == b
+    assert a[0] == sorted(ops, key=lambda i: (t.ts[i], i))
+
+
+def test_spans_that_touch_nest_and_overlap():
+    """Hand-made spans on two lanes: the covered time worked out by hand."""
+    from helpers.trace import Trace
+    from helpers.trace_columns import ColumnBuilder
+
+    b = ColumnBuilder(Path("hand.json"))
+    ev = [  # lane 1: [0, 10) with [2, 3) inside, [10, 12) touching, [20, 25) apart -> 17; lane 2: [5, 8), [6, 9) -> 4
+        (1, 0.0, 10.0), (1, 2.0, 1.0), (1, 10.0, 2.0), (1, 20.0, 5.0), (2, 5.0, 3.0), (2, 6.0, 3.0)]
+    from helpers.trace_json import PlainEvent
+
+    b.add([PlainEvent({"ph": "X", "name": "op", "cat": "cpu_op", "pid": 1, "tid": tid, "ts": ts, "dur": d, "args": {}})
+           for tid, ts, d in ev], False)
+    t = Trace(Path("hand.json"), b.finish(), {})
+    for numpy in (True, False):
+        vector.NUMPY = numpy
+        try:
+            assert vector.covered_us(t, list(range(len(t)))) == 21.0
+        finally:
+            vector.NUMPY = vector.np is not None
+
+
+def test_the_command_line_without_numpy(tmp_path):
+    """`summarize --json` in a process where numpy cannot be imported: the same output."""
+    path = H200 / "train-amp-foreach_bf16_warm_eager.json"
+    blocker = tmp_path / "numpy.py"
+    blocker.write_text("raise ImportError('numpy is not installed here')\n")
+    plain = cli("summarize", "--json", path, env={"PYTHONPATH": str(tmp_path)})
+    fast = cli("summarize", "--json", path)
+    assert plain.returncode == fast.returncode == 0, plain.stderr + fast.stderr
+    assert json.loads(plain.stdout) == json.loads(fast.stdout)
