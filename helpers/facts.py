@@ -271,10 +271,10 @@ def kind_of(trace: Trace, j: int) -> str:
 def kernels(trace: Trace) -> list[KernelStat]:
     """GPU work grouped by name, most total time first."""
     out = []
-    name_of = trace.name_of
     for ni, idx in _work_by_name(trace).items():
         durs = list(map(trace.dur.__getitem__, idx))
-        launched = Counter(map(name_of, filter((-1).__ne__, trace.launchers(idx))))
+        by_id = Counter(map(trace.name_id.__getitem__, filter((-1).__ne__, trace.launchers(idx))))
+        launched = Counter({trace.name_table[k]: v for k, v in by_id.items()})
         out.append(KernelStat(
             name=trace.name_table[ni],
             kind=kind_of(trace, idx[0]),
@@ -345,12 +345,14 @@ def durations(trace: Trace, kind: str | None = None, name: str | None = None) ->
 def copies(trace: Trace) -> list[dict]:
     """Memory copies and fills by name: count and bytes moved."""
     acc: dict[str, dict] = {}
+    value = trace.args.value
     for j in trace.on_gpu((MEMCPY, MEMSET)):
         name = trace.name_of(j)
-        a = trace.args.get(j, {})
-        b = a.get("bytes")
-        row = acc.setdefault(name, {"name": name, "kind": kk.classify(name, trace.group_of(j)),
-                                    "count": 0, "bytes": 0, "total_us": 0.0, "sizes": Counter()})
+        b = value(j, "bytes")
+        row = acc.get(name)
+        if row is None:
+            row = acc[name] = {"name": name, "kind": kk.classify(name, trace.group_of(j)),
+                               "count": 0, "bytes": 0, "total_us": 0.0, "sizes": Counter()}
         row["count"] += 1
         row["total_us"] += trace.dur[j]
         if isinstance(b, int):

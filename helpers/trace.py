@@ -22,7 +22,6 @@ import os
 from array import array
 from dataclasses import dataclass
 from itertools import compress, repeat
-from operator import ge
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -93,15 +92,6 @@ def _lane(c: Columns, li: int) -> Lane:
     return Lane(li, key[0], key[1], name, gpu, profiler)
 
 
-def _shifted(ts: array, t0: float) -> array:
-    """``ts`` minus ``t0``, a slice at a time (no list of every value at once)."""
-    out = array("d")
-    step = 1 << 16
-    for lo in range(0, len(ts), step):
-        out.extend([x - t0 for x in ts[lo:lo + step]])
-    return out
-
-
 class Trace:
     """A profiler trace, held column by column.
 
@@ -142,9 +132,9 @@ class Trace:
         if len(self.ts):
             self.t0 = t0 = min(self.ts)
             if t0:
-                self.ts = _shifted(self.ts, t0)
+                self.ts = vector.shifted(self.ts, t0)
                 if len(self.memory):
-                    self.memory.ts = _shifted(self.memory.ts, t0)
+                    self.memory.ts = vector.shifted(self.memory.ts, t0)
         self._parent: array | None = None
         self._order: array | None = None  # the CPU events in the order nesting visits them
         self._children: dict[int, list[int]] | None = None

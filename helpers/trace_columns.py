@@ -24,8 +24,10 @@ from operator import attrgetter, is_not
 from pathlib import Path
 from typing import Any
 
+from . import vector
 from .categories import CPU_OP, GPU_GROUPS, OVERHEAD, category_group
-from .trace_json import ARG_CLASSES, CORR_LIMIT, LIMIT, PlainEvent, RawEvent, UNSET, _a, args_dict, get_correlation
+from .trace_json import (ARG_CLASSES, ARG_FIELDS, CORR_LIMIT, LIMIT, UNSET, PlainArgs, PlainEvent, RawEvent, _a,
+                         args_dict)
 
 from .trace_source import TraceError
 
@@ -44,6 +46,7 @@ _tid = attrgetter("tid")
 _ts = attrgetter("ts")
 _dur = attrgetter("dur")
 _seq = attrgetter("args.sequence")
+_ATTR = {key: attr for attr, key in ARG_FIELDS.items()}  # JSON key -> the attribute that holds it
 _fields = attrgetter("name", "cat", "pid", "tid", "ts", "dur", "args")
 _sequence = attrgetter("sequence")
 _correlation = attrgetter("correlation")
@@ -68,6 +71,14 @@ class ArgsTable(Mapping):
     def get(self, i: int, default: Any = None) -> Any:
         a = self.raw.get(i)
         return default if a is None else args_dict(a)
+
+    def value(self, i: int, key: str, default: Any = None) -> Any:
+        """One kept arg of event ``i`` (its JSON key), without making the dict."""
+        a = self.raw.get(i)
+        if a is None:
+            return default
+        v = getattr(a, _ATTR[key])
+        return default if v is UNSET or (key == "correlation" and v == -1 and a.__class__ is not PlainArgs) else v
 
     def __contains__(self, i: object) -> bool:
         return i in self.raw
@@ -451,9 +462,9 @@ class ColumnBuilder:
             lanes.append(li)
         c.lane_cats.update((lanes[li], cats[ci]) for li, ci in part.lane_cats)
         c.lane_names.update(part.lane_names)
-        c.name_id.extend(array("l", map(names.__getitem__, part.name_id)))
-        c.cat_id.extend(array("l", map(cats.__getitem__, part.cat_id)))
-        c.lane.extend(array("l", map(lanes.__getitem__, part.lane)))
+        c.name_id.extend(vector.remap(part.name_id, names))
+        c.cat_id.extend(vector.remap(part.cat_id, cats))
+        c.lane.extend(vector.remap(part.lane, lanes))
         c.ts.extend(part.ts)
         c.dur.extend(part.dur)
         c.corr.extend(part.corr)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import pickle
+from array import array
 import signal
 import sys
 import threading
@@ -34,7 +35,11 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .trace_columns import ColumnBuilder
-from .trace_json import Document, EVENT_CUT
+from .trace_json import Args, Document, EVENT_CUT, msgspec
+
+if msgspec is not None:
+    _ENCODE = msgspec.msgpack.Encoder().encode
+    _DECODE = msgspec.msgpack.Decoder(list[Args]).decode
 from .trace_source import BLOCK
 
 MIN_PART = 8 << 20  # bytes of JSON: below this a part costs more in forking and joining than it saves
@@ -206,8 +211,25 @@ def _read_part(path: Path, parser: str, start: int, end: int | None) -> dict:
         raise ValueError("the cut at the part's end is not between two events")
     if builder.paired():
         raise ValueError("begin/end pairs: read in one process, they pair across the cut")
-    return {"columns": builder.c, "read": builder.i + 1,
+    return {"columns": _packed(builder.c), "read": builder.i + 1,
             "list_end": None if end is not None else doc.text.base + events.value}
+
+
+def _packed(c: Any) -> Any:
+    """The columns, their args as MessagePack (a few times quicker to send and take in than pickled structs)."""
+    raw = c.args.raw
+    if msgspec is not None and raw and all(a.__class__ is Args for a in raw.values()):
+        c.args_packed = (array("q", raw), _ENCODE(list(raw.values())))
+        c.args.raw = {}
+    return c
+
+
+def _unpacked(c: Any) -> Any:
+    packed = getattr(c, "args_packed", None)
+    if packed is not None:
+        c.args.raw = dict(zip(packed[0], _DECODE(packed[1])))
+        del c.args_packed
+    return c
 
 
 class Split:
@@ -261,7 +283,7 @@ class Split:
                 for rest in workers[k + 1:]:
                     rest.kill()
                 return How(blocks=file_blocks(self.path, w.start), at=w.start)
-            self.builder.merge(found["columns"], found["read"])
+            self.builder.merge(_unpacked(found["columns"]), found["read"])
             self.worker_peak_bytes += found["peak_bytes"]
             self.joined += 1
             if found["list_end"] is not None:

@@ -106,3 +106,24 @@ def by_start(trace: "Trace", idx: list[int]) -> tuple[list[int], list[float]]:
         return ix.tolist(), ts[ix].tolist()
     idx = sorted(idx, key=trace.ts.__getitem__)
     return idx, list(map(trace.ts.__getitem__, idx))
+
+
+def remap(codes: array, table: list[int]) -> array:
+    """``codes`` with each code ``k`` replaced by ``table[k]`` (a part's name codes, say, as the whole trace's)."""
+    if table == list(range(len(table))):
+        return codes
+    if NUMPY and len(codes) > 4096:
+        out = np.asarray(table, dtype=np.dtype(codes.typecode))[np.frombuffer(codes, dtype=np.dtype(codes.typecode))]
+        return array(codes.typecode, out.tobytes())
+    return array(codes.typecode, map(table.__getitem__, codes))
+
+
+def shifted(values: array, by: float) -> array:
+    """``values`` minus ``by``, each one (as ``x - by`` in Python gives it)."""
+    if NUMPY and len(values) > 4096:
+        return array("d", (np.frombuffer(values, dtype=np.float64) - by).tobytes())
+    out = array("d")
+    step = 1 << 16  # a slice at a time: no list of every value at once
+    for lo in range(0, len(values), step):
+        out.extend([x - by for x in values[lo:lo + step]])
+    return out

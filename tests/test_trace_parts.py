@@ -11,11 +11,9 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest

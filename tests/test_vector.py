@@ -14,7 +14,7 @@ import pytest
 
 from conftest import EXTERNAL, H200, cli
 from helpers import facts, vector
-from helpers.categories import CPU_GROUPS, CPU_OP, GPU_WORK
+from helpers.categories import CPU_GROUPS, CPU_OP
 from helpers.trace import TraceError, read_trace
 
 pytest.importorskip("numpy")
