@@ -128,7 +128,7 @@ def _gpu_busy_spans(trace: Trace) -> list[tuple[float, float]]:
     """The merged spans in which some kernel, copy or fill ran (asked for by several facts: kept)."""
     spans = trace.memo.get("gpu busy spans")
     if spans is None:
-        spans = trace.memo["gpu busy spans"] = lane_spans(trace, gpu_work(trace))
+        spans = trace.memo["gpu busy spans"] = vector.spans(trace, gpu_work(trace))
     return spans
 
 
@@ -295,16 +295,7 @@ def _work_by_name(trace: Trace) -> dict[int, list[int]]:
     """GPU work by name code, each list ascending (kept: the kernels and their kinds both ask)."""
     by_name = trace.memo.get("work by name")
     if by_name is None:
-        work = gpu_work(trace)
-        name_ids = list(map(trace.name_id.__getitem__, work))
-        if len(set(name_ids)) <= 16:
-            by_name = {ni: list(compress(work, map(ni.__eq__, name_ids))) for ni in dict.fromkeys(name_ids)}
-        else:
-            by_name = defaultdict(list)
-            for ni, j in zip(name_ids, work):
-                by_name[ni].append(j)
-            by_name = dict(by_name)
-        trace.memo["work by name"] = by_name
+        by_name = trace.memo["work by name"] = vector.by_code(trace, gpu_work(trace), "name_id")
     return by_name
 
 

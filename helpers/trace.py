@@ -264,6 +264,8 @@ class Trace:
 
     def by_lane(self, idx: list[int]) -> dict[int, list[int]]:
         """These events split by lane (each list in the order of ``idx``), lanes in the order of their codes."""
+        if vector.NUMPY and len(idx) > vector.SMALL:
+            return vector.by_code(self, idx, "lane")
         lanes = list(map(self.lane.__getitem__, idx))
         distinct = set(lanes)
         if len(distinct) == 1:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .trace import Trace
 
 NUMPY = np is not None  # tests switch it off to check the plain path against the numpy one
+SMALL = 4096  # events: up to this many, plain Python is as quick (tests set 0 to send everything to numpy)
 
 
 def _views(trace: "Trace") -> Any:
@@ -99,7 +100,7 @@ def covered_us(trace: "Trace", idx: list[int]) -> float:
 
 def by_start(trace: "Trace", idx: list[int]) -> tuple[list[int], list[float]]:
     """``idx`` sorted by start time (events that start together keep their order in ``idx``), and their starts."""
-    if NUMPY and len(idx) > 64:
+    if NUMPY and len(idx) > SMALL:
         ix = np.asarray(idx, dtype=np.int64)
         ts = _views(trace)["ts"]
         ix = ix[np.argsort(ts[ix], kind="stable")]
@@ -112,7 +113,7 @@ def remap(codes: array, table: list[int]) -> array:
     """``codes`` with each code ``k`` replaced by ``table[k]`` (a part's name codes, say, as the whole trace's)."""
     if table == list(range(len(table))):
         return codes
-    if NUMPY and len(codes) > 4096:
+    if NUMPY and len(codes) > SMALL:
         out = np.asarray(table, dtype=np.dtype(codes.typecode))[np.frombuffer(codes, dtype=np.dtype(codes.typecode))]
         return array(codes.typecode, out.tobytes())
     return array(codes.typecode, map(table.__getitem__, codes))
@@ -120,10 +121,50 @@ def remap(codes: array, table: list[int]) -> array:
 
 def shifted(values: array, by: float) -> array:
     """``values`` minus ``by``, each one (as ``x - by`` in Python gives it)."""
-    if NUMPY and len(values) > 4096:
+    if NUMPY and len(values) > SMALL:
         return array("d", (np.frombuffer(values, dtype=np.float64) - by).tobytes())
     out = array("d")
     step = 1 << 16  # a slice at a time: no list of every value at once
     for lo in range(0, len(values), step):
         out.extend([x - by for x in values[lo:lo + step]])
     return out
+
+
+def by_code(trace: "Trace", idx: list[int], column: str) -> dict[int, list[int]]:
+    """``idx`` split by the code each event has in ``column`` ("lane" or "name_id"): code -> its events in the
+    order of ``idx``, codes ascending."""
+    values = getattr(trace, column)
+    if NUMPY and len(idx) > SMALL:
+        ix = np.asarray(idx, dtype=np.int64)
+        codes = np.frombuffer(values, dtype=np.dtype(values.typecode))[ix]
+        order = np.argsort(codes, kind="stable")
+        sorted_codes = codes[order]
+        bounds = np.flatnonzero(np.diff(sorted_codes)) + 1
+        groups = np.split(ix[order], bounds)
+        keys = sorted_codes[np.concatenate(([0], bounds))].tolist() if len(ix) else []
+        return {k: g.tolist() for k, g in zip(keys, groups)}
+    out: dict[int, list[int]] = {}
+    for i, k in zip(idx, map(values.__getitem__, idx)):
+        x = out.get(k)
+        if x is None:
+            out[k] = [i]
+        else:
+            x.append(i)
+    return dict(sorted(out.items()))
+
+
+def spans(trace: "Trace", idx: list[int]) -> list[tuple[float, float]]:
+    """The merged [start, end) spans these events cover, as :func:`helpers.spans.lane_spans` gives them."""
+    if not NUMPY or len(idx) <= SMALL:
+        return lane_spans(trace, idx)
+    v = _views(trace)
+    ix = np.asarray(idx, dtype=np.int64)
+    s = v["ts"][ix]
+    e = s + v["dur"][ix]
+    order = np.lexsort((e, s))
+    s, e = s[order], e[order]
+    reach = np.maximum.accumulate(e)
+    cut = np.flatnonzero(s[1:] > reach[:-1])
+    starts = np.concatenate((s[:1], s[cut + 1]))
+    ends = np.concatenate((reach[cut], reach[-1:]))
+    return list(zip(starts.tolist(), ends.tolist()))

@@ -15,6 +15,7 @@ import pytest
 from conftest import EXTERNAL, H200, cli
 from helpers import facts, vector
 from helpers.categories import CPU_GROUPS, CPU_OP
+from helpers.spans import lane_spans
 from helpers.trace import TraceError, read_trace
 
 pytest.importorskip("numpy")
@@ -28,8 +29,9 @@ def _traces() -> list[Path]:
 
 
 def _both(monkeypatch, f):
-    """f() with numpy, then without; on a fresh trace each time (the views and answers are kept on it)."""
+    """f() with numpy (for every size of input), then without."""
     monkeypatch.setattr(vector, "NUMPY", True)
+    monkeypatch.setattr(vector, "SMALL", 0)
     with_numpy = f()
     monkeypatch.setattr(vector, "NUMPY", False)
     return with_numpy, f()
@@ -49,10 +51,8 @@ def test_the_same_summary_with_and_without_numpy(path, monkeypatch):
         return
     # and the unrounded figures the summary rounds, bit for bit
     for f in (facts.self_cpu_us, facts.window, lambda t: facts.balance(t).gpu_busy_us):
-        monkeypatch.setattr(vector, "NUMPY", True)
-        x = f(read_trace(path))
-        monkeypatch.setattr(vector, "NUMPY", False)
-        assert f(read_trace(path)) == x
+        x, y = _both(monkeypatch, lambda: f(read_trace(path)))
+        assert x == y
 
 
 @pytest.mark.parametrize("path", [H200 / "train-fp32-loop_bf16_warm_eager.json", H200 / "block8x256x512_bf16_warm_eager.json"],
@@ -73,6 +73,15 @@ def test_each_computation_alike(path, monkeypatch):
     a, b = _both(monkeypatch, lambda: vector.by_start(t, ops))
     assert a == b
     assert a[0] == sorted(ops, key=lambda i: (t.ts[i], i))
+    for column in ("lane", "name_id"):
+        a, b = _both(monkeypatch, lambda: vector.by_code(t, idx, column))
+        assert a == b and list(a) == sorted(a) and sorted(i for x in a.values() for i in x) == sorted(idx)
+    a, b = _both(monkeypatch, lambda: vector.spans(t, idx))
+    assert a == b == lane_spans(t, idx)
+    a, b = _both(monkeypatch, lambda: vector.remap(t.name_id, list(range(len(t.name_table)))[::-1]))
+    assert a == b and a[0] == len(t.name_table) - 1 - t.name_id[0]
+    a, b = _both(monkeypatch, lambda: vector.shifted(t.ts, 1.5))
+    assert a == b and a[5] == t.ts[5] - 1.5
 
 
 def test_spans_that_touch_nest_and_overlap():
@@ -89,11 +98,12 @@ def test_spans_that_touch_nest_and_overlap():
            for tid, ts, d in ev], False)
     t = Trace(Path("hand.json"), b.finish(), {})
     for numpy in (True, False):
-        vector.NUMPY = numpy
+        vector.NUMPY, vector.SMALL = numpy, 0
         try:
             assert vector.covered_us(t, list(range(len(t)))) == 21.0
+            assert vector.spans(t, [0, 1, 2, 3]) == [(0.0, 12.0), (20.0, 25.0)]
         finally:
-            vector.NUMPY = vector.np is not None
+            vector.NUMPY, vector.SMALL = vector.np is not None, 4096
 
 
 def test_the_command_line_without_numpy(tmp_path):
