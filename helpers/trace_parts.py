@@ -2,7 +2,8 @@
 
 Decoding JSON and building columns is work for one core at a time in Python.
 On Linux, in a process with no other thread (the command line, the
-benchmark: never a Jupyter kernel, which has several), :class:`Split` cuts the
+benchmark: never a Jupyter kernel, which has several, nor a process that
+imported torch), :class:`Split` cuts the
 list of events of a plain (not gzip) UTF-8 file of at least two
 :data:`MIN_PART` into as many parts as there are usable cores; a forked worker
 reads each part after the first into columns of its own and sends them back
@@ -59,13 +60,15 @@ def processes(path: Path, size: int) -> int:
 
 
 def _alone() -> bool:
-    """No other thread in this process.
+    """No other thread in this process, as far as can be told.
 
     fork() copies only the calling thread: with other threads about (a
     Jupyter kernel's), a lock one of them holds would stay locked in the
-    child forever.
+    child forever. Python counts only its own threads; torch starts native
+    ones (its thread pools, CUDA's), so a process that imported torch is not
+    taken to be alone either.
     """
-    return threading.active_count() == 1
+    return threading.active_count() == 1 and "torch" not in sys.modules
 
 
 def file_blocks(path: Path, start: int, length: int | None = None) -> Iterator[bytes]:

@@ -185,6 +185,16 @@ print(before, during, read_trace(path).read_by["processes"])
     assert during == 1
 
 
+def test_no_workers_once_torch_is_imported(monkeypatch):
+    """torch's thread pools are native threads, which Python does not count: its import alone turns the workers off."""
+    monkeypatch.setattr(trace_parts.threading, "active_count", lambda: 1)
+    monkeypatch.setitem(sys.modules, "torch", sys.modules.get("torch") or object())
+    assert trace_parts.processes(TRAINING, 1 << 30) == 1
+    monkeypatch.delitem(sys.modules, "torch")
+    monkeypatch.setenv("PROFILING_READ_WORKERS", "3")
+    assert trace_parts.processes(TRAINING, 1 << 30) == 3
+
+
 def test_a_bare_list_and_a_list_that_ends_before_the_cut(tmp_path, small_parts, monkeypatch):
     bare = tmp_path / "bare.json"
     bare.write_text(json.dumps([_x(i) for i in range(4000)]))
