@@ -36,12 +36,13 @@ import re
 import statistics
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
+from itertools import filterfalse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from . import facts
+from . import facts, vector
 from .text import short, us
-from .spans import clipped, intersection_us, lane_spans
+from .spans import clipped
 from .trace import Trace, TraceError, read_trace
 
 if TYPE_CHECKING:
@@ -184,10 +185,10 @@ def rank_facts(trace: Trace, rank: int, shift_us: float = 0.0) -> tuple[RankRow,
     coll = facts.collective_work(trace, work)
     lo, hi = facts.window(trace) if len(trace) else (0.0, 0.0)
     in_coll = set(coll)
-    coll_spans = clipped(lane_spans(trace, coll), lo, hi)
-    comp_spans = clipped(lane_spans(trace, [j for j in work if j not in in_coll]), lo, hi)
+    coll_spans = clipped(vector.spans(trace, coll), lo, hi)
+    comp_spans = clipped(vector.spans(trace, list(filterfalse(in_coll.__contains__, work))), lo, hi)
     coll_time = sum(e - s for s, e in coll_spans)
-    both = intersection_us(coll_spans, comp_spans)
+    both = vector.intersection_us(coll_spans, comp_spans)
     overlap = 100.0 * both / coll_time if coll_time > 0 else None
     exposed = coll_time - both
     verdict = b.verdict

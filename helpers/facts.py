@@ -15,7 +15,7 @@ import re
 import statistics
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
-from itertools import compress
+from itertools import compress, filterfalse
 from typing import Any
 
 from . import hardware, vector
@@ -23,7 +23,7 @@ from . import kernel_kinds as kk
 from .memory import MemoryPeak, memory_peaks
 from .trace import (ANNOTATION, CPU_GROUPS, CPU_OP, DRIVER, GPU_WORK, MEMCPY, MEMSET, RUNTIME,
                     Trace, _gc_paused, covered, lane_spans)
-from .spans import clipped, intersection_us
+from .spans import clipped
 
 #: GPU time over self CPU time at or above which a run is compute-bound
 COMPUTE_BOUND_RATIO = 0.5
@@ -171,9 +171,9 @@ def balance(trace: Trace) -> Balance:
     exposed = 0.0
     if coll:
         in_coll = set(coll)
-        coll_spans = clipped(lane_spans(trace, coll), lo, hi)
-        other = clipped(lane_spans(trace, [j for j in work if j not in in_coll]), lo, hi)
-        exposed = sum(e - s for s, e in coll_spans) - intersection_us(coll_spans, other)
+        coll_spans = clipped(vector.spans(trace, coll), lo, hi)
+        other = clipped(vector.spans(trace, list(filterfalse(in_coll.__contains__, work))), lo, hi)
+        exposed = sum(e - s for s, e in coll_spans) - vector.intersection_us(coll_spans, other)
     ratio = dev / cpu if cpu > 0 else math.inf
     verdict = "compute-bound" if ratio >= COMPUTE_BOUND_RATIO else "overhead-bound"
     share = busy / win if win > 0 else None

@@ -72,15 +72,19 @@ def clipped(spans: list[tuple[float, float]], lo: float, hi: float) -> list[tupl
 
 
 def intersection_us(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
-    """Microseconds during which both ``a`` and ``b`` (each merged and sorted) cover the time."""
-    total = 0.0
+    """Microseconds during which both ``a`` and ``b`` (each merged and sorted) cover the time.
+
+    The overlaps are summed with ``sum`` in the order of the pairs (a's span,
+    then b's), as :func:`helpers.vector.intersection_us` sums them.
+    """
+    parts = []
     i = j = 0
     while i < len(a) and j < len(b):
         s, e = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
         if e > s:
-            total += e - s
+            parts.append(e - s)
         if a[i][1] < b[j][1]:  # the span that ends first can meet nothing further on
             i += 1
         else:
             j += 1
-    return total
+    return sum(parts)

@@ -138,6 +138,7 @@ class Trace:
         self._parent: array | None = None
         self._order: array | None = None  # the CPU events in the order nesting visits them
         self._children: dict[int, list[int]] | None = None
+        self._asked = 0  # parents found one at a time, before the whole nesting is worth making
         self._by_corr: dict | None = None  # set once launch calls and GPU work are linked
         self._launchers: tuple[dict[int, int], dict[int, int]] = ({}, {})  # correlation -> first, second launch call
         self._work: tuple[dict[int, int], dict[int, list[int]]] = ({}, {})  # correlation -> GPU work: the first; all, if several
@@ -353,8 +354,37 @@ class Trace:
     def parent(self, i: int) -> int:
         """Index of the event that encloses ``i`` on its CPU thread, or -1."""
         if self._parent is None:
+            if vector.NUMPY and self._asked < ASKED_ALONE:  # a few questions: no need to nest every event
+                self._asked += 1
+                return self._parent_alone(i)
             self._nest()
         return self._parent[i]
+
+    def _parent_alone(self, i: int) -> int:
+        """What :meth:`_nest_lanes` makes ``i``'s parent, found for ``i`` alone.
+
+        The nesting visits a lane's events by start (longer first, then file
+        order) and pops the open events that end before the new one ends
+        (less 1 ns); the parent is what is left on top. That is the last event
+        visited before ``i`` that ends no earlier than ``i`` does, less 1 ns:
+        any later one it would be popped by ends later still, so it would be
+        the answer instead, and any later one still open above it ends
+        earlier, so it is popped when ``i`` comes.
+        """
+        li = self.lane[i]
+        if self._lane_gpu[li] or self.lanes[li].is_profiler:
+            return -1
+        ids, ends, pos = vector.visit_order(self, li)
+        p = int(pos[i])
+        lim = ends[p] - 1e-3
+        hi, step = p, 64
+        while hi > 0:  # backwards, in growing steps: the parent is usually close
+            lo = max(0, hi - step)
+            hits = vector.np.flatnonzero(ends[lo:hi] >= lim)
+            if len(hits):
+                return int(ids[lo + hits[-1]])
+            hi, step = lo, step * 8
+        return -1
 
     def children(self, i: int) -> list[int]:
         """Events directly inside ``i`` on its CPU thread, in time order."""
@@ -442,6 +472,9 @@ class Trace:
         if i != j:
             return i
         return second.get(c, -1)
+
+
+ASKED_ALONE = 256  # parents found one by one (with numpy) before every event is nested at once
 
 
 def _first_two(idx: list[int], corr: array, every: bool = False) -> tuple[dict, dict]:

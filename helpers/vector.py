@@ -16,6 +16,7 @@ from itertools import compress
 from operator import add, and_
 from typing import TYPE_CHECKING, Any
 
+from .spans import intersection_us as _intersection_plain
 from .spans import lane_spans
 
 try:
@@ -168,3 +169,39 @@ def spans(trace: "Trace", idx: list[int]) -> list[tuple[float, float]]:
     starts = np.concatenate((s[:1], s[cut + 1]))
     ends = np.concatenate((reach[cut], reach[-1:]))
     return list(zip(starts.tolist(), ends.tolist()))
+
+
+def visit_order(trace: "Trace", lane: int) -> tuple[Any, Any, Any]:
+    """A CPU lane's events in the order the nesting visits them (start, longer first, file order), their ends
+    (start + duration), and each event's place in that order (-1 for other lanes' events not asked for yet).
+    numpy only; kept on the trace."""
+    memo = trace.memo.setdefault("visit order", {})
+    found = memo.get(lane)
+    if found is None:
+        v = _views(trace)
+        pos = memo.get("pos")
+        if pos is None:
+            pos = memo["pos"] = np.full(len(v["ts"]), -1, dtype=np.int64)
+        ix = np.flatnonzero(v["lane"] == lane)
+        s, d = v["ts"][ix], v["dur"][ix]
+        order = np.lexsort((ix, -d, s))
+        ix = ix[order]
+        ends = s[order] - (-d[order])  # as the nesting computes it
+        pos[ix] = np.arange(len(ix))
+        found = memo[lane] = (ix, ends, pos)
+    return found
+
+
+def intersection_us(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
+    """Microseconds during which both ``a`` and ``b`` (each merged and sorted) cover the time
+    (:func:`helpers.spans.intersection_us`, the overlapping pairs found at once)."""
+    if not NUMPY or len(a) + len(b) <= SMALL or not a or not b:
+        return _intersection_plain(a, b)
+    A, B = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    lo = np.searchsorted(B[:, 1], A[:, 0], side="right")  # b's first span that ends after a's starts
+    hi = np.searchsorted(B[:, 0], A[:, 1], side="left")  # b's first span that starts at or after a's end
+    counts = np.maximum(hi - lo, 0)
+    i = np.repeat(np.arange(len(A)), counts)  # every overlapping pair, in order: a's span, then b's
+    j = np.repeat(lo, counts) + (np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts))
+    overlap = np.minimum(A[i, 1], B[j, 1]) - np.maximum(A[i, 0], B[j, 0])
+    return sum(overlap[overlap > 0].tolist())

@@ -14,8 +14,8 @@ import pytest
 
 from conftest import EXTERNAL, H200, cli
 from helpers import facts, vector
-from helpers.categories import CPU_GROUPS, CPU_OP
-from helpers.spans import lane_spans
+from helpers.categories import CPU_GROUPS, CPU_OP, GPU_WORK
+from helpers.spans import intersection_us, lane_spans
 from helpers.trace import TraceError, read_trace
 
 pytest.importorskip("numpy")
@@ -78,6 +78,15 @@ def test_each_computation_alike(path, monkeypatch):
         assert a == b and list(a) == sorted(a) and sorted(i for x in a.values() for i in x) == sorted(idx)
     a, b = _both(monkeypatch, lambda: vector.spans(t, idx))
     assert a == b == lane_spans(t, idx)
+    work = t.on_gpu(GPU_WORK)
+    half = set(work[::3])
+    one = vector.spans(t, [j for j in work if j in half])
+    other = vector.spans(t, [j for j in work if j not in half])
+    a, b = _both(monkeypatch, lambda: vector.intersection_us(one, other))
+    assert a == b == intersection_us(one, other)
+    a, b = _both(monkeypatch, lambda: (t.parent(idx[-1]), [t.parent(i) for i in idx[::97]]))
+    t._nest()  # and the whole nesting, made at once, agrees with parents found one at a time
+    assert a == b == (t._parent[idx[-1]], [t._parent[i] for i in idx[::97]])
     a, b = _both(monkeypatch, lambda: vector.remap(t.name_id, list(range(len(t.name_table)))[::-1]))
     assert a == b and a[0] == len(t.name_table) - 1 - t.name_id[0]
     a, b = _both(monkeypatch, lambda: vector.shifted(t.ts, 1.5))
@@ -102,6 +111,9 @@ def test_spans_that_touch_nest_and_overlap():
         try:
             assert vector.covered_us(t, list(range(len(t)))) == 21.0
             assert vector.spans(t, [0, 1, 2, 3]) == [(0.0, 12.0), (20.0, 25.0)]
+            # [0, 12) and [20, 25) against [5, 8), [6, 9) merged into [5, 9), and [11, 21): 4 + 1 + 1
+            assert vector.intersection_us([(0.0, 12.0), (20.0, 25.0)], [(5.0, 9.0), (11.0, 21.0)]) == 6.0
+            assert t.parent(1) == 0 and t.parent(2) == -1 and t.parent(5) == -1  # [6, 9) overlaps [5, 8), not inside it
         finally:
             vector.NUMPY, vector.SMALL = vector.np is not None, 4096
 
