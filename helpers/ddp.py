@@ -123,14 +123,27 @@ def gpu_count() -> int:
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
-def pair(name: str = "base") -> RankRun:
-    """Notebook 15's two ranks: run now on two GPUs when the series runs live and has them, else the recorded pair."""
+def pairs_now() -> bool:
+    """Whether notebook 15's pairs run now: the series runs live and this machine has two GPUs."""
     from .mode import environment
 
-    e = environment()
-    if e.live and gpu_count() >= 2:
-        return run(name)
-    return recorded(name)
+    return environment().live and gpu_count() >= 2
+
+
+def where_traces_come_from() -> str | None:
+    """For the banner, live on fewer than two GPUs: the pairs are the recorded ones (None when they run now)."""
+    from .mode import environment
+
+    if not environment().live or pairs_now():
+        return None
+    n = gpu_count()
+    return (f"This machine has {n} GPU{'s' if n != 1 else ''}, not two: the two-rank traces below are the pair "
+            "recorded on two GPUs (each says where and when), and the gloo run happens now, on this CPU.")
+
+
+def pair(name: str = "base") -> RankRun:
+    """Notebook 15's two ranks: run now on two GPUs when the series runs live and has them, else the recorded pair."""
+    return run(name) if pairs_now() else recorded(name)
 
 
 def main(argv: list[str] | None = None) -> int:

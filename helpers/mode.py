@@ -55,13 +55,18 @@ class Environment:
     def live(self) -> bool:
         return self.mode == "live"
 
-    def banner(self) -> str:
-        """One line: the mode, and the hardware the GPU lanes come from."""
+    def banner(self, traces: str | None = None) -> str:
+        """One line: the mode, and the hardware the GPU lanes come from.
+
+        ``traces``, live only: where this notebook's traces come from, when
+        not all of them are recorded now on this GPU (notebook 15 on one GPU).
+        """
         where = "on Colab, " if self.colab else ""
         if self.live:
             cap = f"sm_{self.capability[0]}{self.capability[1]}" if self.capability else "?"
             return (f"LIVE {where}on {self.gpu} ({cap}, {self.gpu_memory_gib:.0f} GiB, {self.sm_count} SMs): "
-                    f"torch {self.torch}, CUDA {self.cuda}. Every trace below is recorded now, on this GPU.")
+                    f"torch {self.torch}, CUDA {self.cuda}. "
+                    + (traces or "Every trace below is recorded now, on this GPU."))
         ref = self.reference.describe() if self.reference else "no reference set found"
         why = "forced by PROFILING_MODE" if os.environ.get(MODE_VAR) == "recorded" else "no CUDA GPU here"
         return (f"RECORDED ({why}): GPU lanes come from traces recorded on {ref}. "

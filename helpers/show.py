@@ -17,14 +17,17 @@ def _display_html(text: str) -> None:
     display(HTML(text))
 
 
-def banner() -> _mode.Environment:
-    """Show the one-line mode banner; returns the environment for later cells."""
+def banner(traces: str | None = None) -> _mode.Environment:
+    """Show the one-line mode banner; returns the environment for later cells.
+
+    ``traces``: where the notebook's traces come from, live, when not all are recorded now on this GPU.
+    """
     e = _mode.environment()
     color = "#1a7f37" if e.live else "#8250df"
     note = dtype_note("cuda", e.capability) if e.live else None
     extra = f"<br><span style='color:#555'>{html.escape(note)}</span>" if note else ""
     _display_html(f"<div style='border:1px solid {color};border-left:6px solid {color};padding:6px 10px'>"
-                  f"{html.escape(e.banner())}{extra}</div>")
+                  f"{html.escape(e.banner(traces))}{extra}</div>")
     return e
 
 

@@ -213,3 +213,26 @@ def test_an_unusable_cudnn_is_named_not_hidden(monkeypatch):
     assert e.cudnn == ("unusable: cuDNN version incompatibility: PyTorch was compiled against (9, 1, 0) but found "
                        "runtime version (8, 9, 2).")
     assert e.report()["cuDNN"] == e.cudnn
+
+
+@pytest.mark.parametrize("gpus", [1, 2])
+def test_notebook_15s_banner_says_where_its_pairs_come_from(monkeypatch, gpus):
+    """Live on one GPU, notebook 15 reads the recorded pair: its banner must not say every trace is recorded now."""
+    import torch
+
+    from helpers import ddp
+
+    fake_gpu(monkeypatch, "NVIDIA H200", 9, 0, 140, 130)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
+    line = mode.environment().banner(ddp.where_traces_come_from())
+    assert line.startswith("LIVE")
+    if gpus == 1:
+        assert not ddp.pairs_now()
+        assert "recorded now, on this GPU" not in line
+        assert "This machine has 1 GPU, not two" in line and "pair recorded on two GPUs" in line
+    else:
+        assert ddp.pairs_now() and ddp.where_traces_come_from() is None
+        assert line.endswith("Every trace below is recorded now, on this GPU.")
+    monkeypatch.setenv("PROFILING_MODE", "recorded")
+    mode.environment.cache_clear()
+    assert ddp.where_traces_come_from() is None  # recorded mode: the banner already says where everything comes from
