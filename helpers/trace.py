@@ -265,22 +265,7 @@ class Trace:
 
     def by_lane(self, idx: list[int]) -> dict[int, list[int]]:
         """These events split by lane (each list in the order of ``idx``), lanes in the order of their codes."""
-        if vector.NUMPY and len(idx) > vector.SMALL:
-            return vector.by_code(self, idx, "lane")
-        lanes = list(map(self.lane.__getitem__, idx))
-        distinct = set(lanes)
-        if len(distinct) == 1:
-            return {lanes[0]: list(idx)}
-        if len(distinct) <= 8:  # a pass in C per lane beats one Python pass over all
-            return {li: list(compress(idx, map(li.__eq__, lanes))) for li in sorted(distinct)}
-        out: dict[int, list[int]] = {}
-        for i, li in zip(idx, lanes):
-            x = out.get(li)
-            if x is None:
-                out[li] = [i]
-            else:
-                x.append(i)
-        return dict(sorted(out.items()))
+        return vector.by_code(self, idx, "lane")
 
     def events(self, groups: Iterable[str] | None = None, name: str | None = None,
                prefix: str | None = None, contains: str | None = None) -> list[Event]:
@@ -374,17 +359,7 @@ class Trace:
         li = self.lane[i]
         if self._lane_gpu[li] or self.lanes[li].is_profiler:
             return -1
-        ids, ends, pos = vector.visit_order(self, li)
-        p = int(pos[i])
-        lim = ends[p] - 1e-3
-        hi, step = p, 64
-        while hi > 0:  # backwards, in growing steps: the parent is usually close
-            lo = max(0, hi - step)
-            hits = vector.np.flatnonzero(ends[lo:hi] >= lim)
-            if len(hits):
-                return int(ids[lo + hits[-1]])
-            hi, step = lo, step * 8
-        return -1
+        return vector.nest_parent(self, li, i)
 
     def children(self, i: int) -> list[int]:
         """Events directly inside ``i`` on its CPU thread, in time order."""

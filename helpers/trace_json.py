@@ -527,8 +527,8 @@ class Document:
         self.text.base = at
         return self._events(0)
 
-    def _part_end(self, pos: int) -> tuple[list, int] | None:
-        """At the end of a part: its last events, if they end there (a cut between two events), and where to go on.
+    def _part_end(self, pos: int) -> tuple[list, bool] | None:
+        """At the end of a part: its last events (and whether msgspec checked them), if they end there.
 
         None when the cut was not between two events, or the list ended
         before it: the caller reads on as if the text had not been cut.

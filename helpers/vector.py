@@ -86,15 +86,7 @@ def covered_us(trace: "Trace", idx: list[int]) -> float:
     lengths: list[float] = []
     codes = np.unique(lanes)
     for li in codes:
-        one = ix if len(codes) == 1 else ix[lanes == li]
-        s = v["ts"][one]
-        e = s + v["dur"][one]
-        order = np.lexsort((e, s))  # as sorted() orders (start, end) pairs
-        s, e = s[order], e[order]
-        reach = np.maximum.accumulate(e)  # the end of the merged span so far
-        cut = np.flatnonzero(s[1:] > reach[:-1])  # a span that starts after it: a new merged span
-        starts = np.concatenate((s[:1], s[cut + 1]))
-        ends = np.concatenate((reach[cut], reach[-1:]))
+        starts, ends = _merged(v, ix if len(codes) == 1 else ix[lanes == li])
         lengths += (ends - starts).tolist()
     return sum(lengths)
 
@@ -144,8 +136,14 @@ def by_code(trace: "Trace", idx: list[int], column: str) -> dict[int, list[int]]
         groups = np.split(ix[order], bounds)
         keys = sorted_codes[np.concatenate(([0], bounds))].tolist() if len(ix) else []
         return {k: g.tolist() for k, g in zip(keys, groups)}
+    codes = list(map(values.__getitem__, idx))
+    distinct = set(codes)
+    if len(distinct) <= 1:
+        return {codes[0]: list(idx)} if codes else {}
+    if len(distinct) <= 8:  # a pass in C per code beats one Python pass over all
+        return {k: list(compress(idx, map(k.__eq__, codes))) for k in sorted(distinct)}
     out: dict[int, list[int]] = {}
-    for i, k in zip(idx, map(values.__getitem__, idx)):
+    for i, k in zip(idx, codes):
         x = out.get(k)
         if x is None:
             out[k] = [i]
@@ -158,17 +156,19 @@ def spans(trace: "Trace", idx: list[int]) -> list[tuple[float, float]]:
     """The merged [start, end) spans these events cover, as :func:`helpers.spans.lane_spans` gives them."""
     if not NUMPY or len(idx) <= SMALL:
         return lane_spans(trace, idx)
-    v = _views(trace)
-    ix = np.asarray(idx, dtype=np.int64)
+    starts, ends = _merged(_views(trace), np.asarray(idx, dtype=np.int64))
+    return list(zip(starts.tolist(), ends.tolist()))
+
+
+def _merged(v: dict, ix: Any) -> tuple[Any, Any]:
+    """The merged spans of events ``ix`` (a non-empty numpy array): their starts and ends, in time order."""
     s = v["ts"][ix]
     e = s + v["dur"][ix]
-    order = np.lexsort((e, s))
+    order = np.lexsort((e, s))  # as sorted() orders (start, end) pairs
     s, e = s[order], e[order]
-    reach = np.maximum.accumulate(e)
-    cut = np.flatnonzero(s[1:] > reach[:-1])
-    starts = np.concatenate((s[:1], s[cut + 1]))
-    ends = np.concatenate((reach[cut], reach[-1:]))
-    return list(zip(starts.tolist(), ends.tolist()))
+    reach = np.maximum.accumulate(e)  # the end of the merged span so far
+    cut = np.flatnonzero(s[1:] > reach[:-1])  # a span that starts after it: a new merged span
+    return np.concatenate((s[:1], s[cut + 1])), np.concatenate((reach[cut], reach[-1:]))
 
 
 def visit_order(trace: "Trace", lane: int) -> tuple[Any, Any, Any]:
@@ -205,3 +205,19 @@ def intersection_us(a: list[tuple[float, float]], b: list[tuple[float, float]]) 
     j = np.repeat(lo, counts) + (np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts))
     overlap = np.minimum(A[i, 1], B[j, 1]) - np.maximum(A[i, 0], B[j, 0])
     return sum(overlap[overlap > 0].tolist())
+
+
+def nest_parent(trace: "Trace", lane: int, i: int) -> int:
+    """The last event of ``lane`` visited before ``i`` (see :func:`visit_order`) that ends no earlier than ``i``
+    does, less 1 ns, or -1: :meth:`helpers.trace.Trace.parent` for one event (numpy only)."""
+    ids, ends, pos = visit_order(trace, lane)
+    p = int(pos[i])
+    lim = ends[p] - 1e-3
+    hi, step = p, 64
+    while hi > 0:  # backwards, in growing steps: the parent is usually close
+        lo = max(0, hi - step)
+        hits = np.flatnonzero(ends[lo:hi] >= lim)
+        if len(hits):
+            return int(ids[lo + hits[-1]])
+        hi, step = lo, step * 8
+    return -1
