@@ -6,7 +6,8 @@ Run on a machine with two GPUs, one process per GPU:
 
 Each rank writes OUTDIR/MODE/rank<N>.json.gz (its rank is also in the trace's
 distributedInfo). The model: 8 bf16 Linear(4096, 4096) layers, batch 4096;
-5 warm-up steps, then the profiler's schedule (wait 1, warmup 1, active 3).
+11 warm-up steps (past DDP's first ten iterations, where its reducer times buckets with
+CUDA events it waits on), then the profiler's schedule (wait 1, warmup 1, active 3).
 
 * ddp: DistributedDataParallel, the same work on both ranks; DDP all-reduces
   each gradient bucket during the backward pass.
@@ -15,7 +16,9 @@ distributedInfo). The model: 8 bf16 Linear(4096, 4096) layers, batch 4096;
 * manual: no DDP: after the whole backward pass, one all-reduce per parameter,
   so nothing is left to overlap them with.
 
-The code below is what ran (it was sent to the machine as it is, compactly).
+The code below is what ran (it was sent to the machine as it is, compactly), except that the traces
+now under traces/ranks/h200x2-* were taken after 5 warm-up steps, inside those ten iterations: the
+next recording on two GPUs replaces them.
 """
 import os,sys,torch,torch.distributed as dist
 from torch.profiler import profile,ProfilerActivity as A,schedule
@@ -34,7 +37,7 @@ def step():
     if mode=="manual":
         for p in m.parameters():dist.all_reduce(p.grad)
     opt.step();opt.zero_grad()
-for _ in range(5):step()
+for _ in range(11):step()
 torch.cuda.synchronize();dist.barrier()
 with profile(activities=[A.CPU,A.CUDA],schedule=schedule(wait=1,warmup=1,active=3)) as p:
     for _ in range(5):step();p.step()

@@ -146,6 +146,35 @@ def pair(name: str = "base") -> RankRun:
     return run(name) if pairs_now() else recorded(name)
 
 
+#: the base run counts as balanced when, in the median matched collective, the last rank entered this soon after
+#: the first (a planted straggler's 5 ms is fifty times more)
+BALANCE_MARGIN_US = 100.0
+
+
+def entry_gaps_us(folder: Path) -> list[float]:
+    """Per collective matched across the ranks: how long after the first rank the last one entered it (µs)."""
+    from .distributed import read_ranks
+
+    return [max(m.starts_us) - min(m.starts_us) for m in read_ranks(folder).matched]
+
+
+def balance(folder: Path, margin_us: float = BALANCE_MARGIN_US) -> tuple[bool, str]:
+    """Whether the ranks of a run enter their collectives together: no straggler named, and the median entry gap
+    within ``margin_us``; and the figures, in words."""
+    import statistics
+
+    from .distributed import read_ranks
+
+    r = read_ranks(folder)
+    gaps = [max(m.starts_us) - min(m.starts_us) for m in r.matched]
+    if not gaps:
+        return False, "no collective matched across the ranks"
+    med = statistics.median(gaps)
+    ok = r.straggler.rank is None and med <= margin_us
+    return ok, (f"{len(gaps)} matched collectives, the last rank entering a median {med:.0f} us after the first "
+                f"(max {max(gaps):.0f} us); straggler: {'none' if r.straggler.rank is None else r.straggler.rank}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m helpers.ddp record``: record every scenario on this machine's GPUs into the reference set."""
     import json
@@ -164,8 +193,18 @@ def main(argv: list[str] | None = None) -> int:
 
     dest = ROOT / "traces" / "reference" / slug(torch.cuda.get_device_name(0)) / "ddp"
     for name in SCENARIOS:
-        r = run(name, out_root=dest)
-        print(json.dumps({"recorded": name, "folder": str(r.folder)}))
+        for attempt in range(1, 4):
+            r = run(name, out_root=dest)
+            ok, how = balance(r.folder)
+            if name != "base" or ok:
+                break
+            print(f"ddp record: the base run is not balanced ({how}); recording it again ({attempt} of 3)",
+                  file=sys.stderr)
+        else:
+            print("ddp record: the base run stayed unbalanced after three tries: look at the machine "
+                  "(another job on a GPU?) before using these traces.", file=sys.stderr)
+            return 1
+        print(json.dumps({"recorded": name, "folder": str(r.folder), "balance": how}))
     return 0
 
 

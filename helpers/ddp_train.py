@@ -8,7 +8,14 @@ adds the rank and world size to the trace's header). NCCL on GPUs, gloo on
 the CPU. Options plant what the notebook asks about: ``--straggle-ms`` makes
 rank 1 start every step late, ``--accumulate K`` runs K micro-batches per
 optimizer step with gradient sync only on the last (``no_sync``),
-``--bucket-mb`` sets DDP's gradient bucket size.
+``--bucket-mb`` sets DDP's gradient bucket size (left out: DDP's default).
+
+The profiled steps come after ``--warm`` iterations (11 by default, plus the
+schedule's wait and warmup steps): during its first ten iterations DDP's
+reducer collects runtime statistics, timing its buckets with CUDA events it
+waits on, which a trace of those iterations would show as syncs that a
+longer job never has (``ddp_runtime_logging_sample_rate`` in
+``torch/nn/parallel/distributed.py``).
 """
 
 from __future__ import annotations
@@ -40,7 +47,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--width", type=int, default=2048)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--batch", type=int, default=256)
-    ap.add_argument("--bucket-mb", type=float, default=25.0, help="DDP's bucket_cap_mb (25 is its default)")
+    ap.add_argument("--bucket-mb", type=float, default=None,
+                    help="DDP's bucket_cap_mb (left out: DDP's default, 25 MiB with a smaller first bucket)")
+    ap.add_argument("--warm", type=int, default=11, help="iterations before the profiler's schedule starts")
     ap.add_argument("--accumulate", type=int, default=1, help="micro-batches per optimizer step (no_sync on all but the last)")
     ap.add_argument("--straggle-ms", type=float, default=0.0, help="rank 1 sleeps this long at the start of every step")
     a = ap.parse_args(argv)
@@ -53,7 +62,8 @@ def main(argv: list[str] | None = None) -> None:
     dist.init_process_group("nccl" if cuda else "gloo")
     device = f"cuda:{local}" if cuda else "cpu"
     torch.manual_seed(0)  # the same initial weights on every rank, as DDP expects
-    model = DDP(_model(a.width, a.layers, device), device_ids=[local] if cuda else None, bucket_cap_mb=a.bucket_mb)
+    buckets = {} if a.bucket_mb is None else {"bucket_cap_mb": a.bucket_mb}  # absent: DDP's own default
+    model = DDP(_model(a.width, a.layers, device), device_ids=[local] if cuda else None, **buckets)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     torch.manual_seed(1 + rank)  # each rank its own data
     x = torch.randn(a.batch, a.width, device=device)
@@ -80,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
             opt.step()
             opt.zero_grad(set_to_none=True)
 
-    for _ in range(3):  # warm-up, as everywhere in the series
+    for _ in range(a.warm):  # past DDP's first ten iterations (see the module's docstring)
         step()
     if cuda:
         torch.cuda.synchronize()
@@ -99,7 +109,8 @@ def main(argv: list[str] | None = None) -> None:
         (out / "run.json").write_text(json.dumps({
             "world_size": dist.get_world_size(), "backend": dist.get_backend(), "device": device.split(":")[0],
             "gpu": torch.cuda.get_device_name(local) if cuda else None, "torch": torch.__version__,
-            "gradient_bytes": grads, "bucket_mb": a.bucket_mb, "accumulate": a.accumulate,
+            "gradient_bytes": grads, "bucket_mb": model.bucket_bytes_cap / 2**20,
+            "bucket_mb_default": a.bucket_mb is None, "warm_iterations": a.warm, "accumulate": a.accumulate,
             "straggle_ms": a.straggle_ms, "width": a.width, "layers": a.layers, "batch": a.batch}) + "\n")
     dist.barrier()
     dist.destroy_process_group()

@@ -65,6 +65,8 @@ NOISE_PER_COLLECTIVE_US = 10.0
 EPOCH_US = 1e15
 
 COMMUNICATION_BOUND = "communication-bound"
+#: gloo's own events for a collective it runs on the CPU ("gloo:all_reduce"): the reduction, on gloo's threads
+GLOO_PREFIX = "gloo:"
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.I)
 _KERNEL_OP = re.compile(r"nccl(?:Dev)?Kernel_([A-Za-z]+)", re.I)
 
@@ -202,6 +204,10 @@ def rank_facts(trace: Trace, rank: int, shift_us: float = 0.0) -> tuple[RankRow,
         collectives=len(coll), overlap_pct=overlap, exposed_us=exposed, verdict=verdict, compute_verdict=b.verdict)
     found = [Collective(_op(trace, j), trace.name_of(j), trace.ts[j] + shift_us, trace.dur[j],
                         trace.lanes[trace.lane[j]].tid) for j in coll]
+    if not found:  # a CPU job (gloo): the reductions are CPU events, each lasting until every rank has arrived
+        found = [Collective(re.sub(r"[^a-z]", "", trace.name_of(i).split(":", 1)[1].lower()), trace.name_of(i),
+                            trace.ts[i] + shift_us, trace.dur[i], trace.lanes[trace.lane[i]].tid)
+                 for i in range(len(trace)) if not trace.is_gpu(i) and trace.name_of(i).startswith(GLOO_PREFIX)]
     found.sort(key=lambda c: c.start_us)
     return row, found
 

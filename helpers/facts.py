@@ -804,10 +804,26 @@ def op_times(trace: Trace, name: str) -> OpTime:
     return OpTime(name, int(calls), self_t, total)
 
 
+def label_spans(trace: Trace, annotation: str) -> list[float]:
+    """Wall time of every call of a ``record_function`` annotation on the CPU, in trace order (µs)."""
+    found = [i for i in trace.indices((ANNOTATION,), name=annotation) if not trace.is_gpu(i)]
+    return [trace.dur[i] for i in sorted(found, key=lambda i: trace.ts[i])]
+
+
+def steady_spans(trace: Trace, annotation: str) -> list[float]:
+    """The calls after the first recorded one: the first carries one-time costs (notebook 03), the rest do not."""
+    d = label_spans(trace, annotation)
+    return d[1:] if len(d) > 1 else d
+
+
 def per_call_us(trace: Trace, annotation: str) -> float | None:
-    """Average wall time of one call of a ``record_function`` annotation on the CPU."""
-    d = [trace.dur[i] for i in trace.indices((ANNOTATION,), name=annotation) if not trace.is_gpu(i)]
-    return sum(d) / len(d) if d else None
+    """Wall time of one call of a ``record_function`` annotation on the CPU: the median of the steady calls.
+
+    Never a mean over every call: the first recorded call's one-time excess
+    would dominate it (notebook 03 shows that excess).
+    """
+    d = steady_spans(trace, annotation)
+    return _median(d) if d else None
 
 
 def gpu_time_per_call(trace: Trace, annotation: str) -> float | None:

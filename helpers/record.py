@@ -89,11 +89,23 @@ def _time_unprofiled(scenarios, dtype: str, out: Path) -> None:
               file=sys.stderr)
 
 
+def _fresh(module: str, args: list[str], what: str) -> None:
+    """Run ``python -m helpers.<module> ARGS`` in a process of its own, before this one profiles anything."""
+    print(f"{what}, in a fresh process ...", flush=True)
+    root = str(Path(__file__).resolve().parent.parent)
+    environ = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    proc = subprocess.run([sys.executable, "-m", f"helpers.{module}", *args], text=True, env=environ)
+    if proc.returncode != 0:
+        print(f"record: {what} failed (helpers.{module}); the set is recorded without it.", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m helpers.record", description=__doc__.split("\n\n")[0])
     ap.add_argument("--parts", default="1,2,3,4,5", help="comma-separated parts to record (default: all)")
     ap.add_argument("--only", default=None, help="record only scenario keys matching this pattern")
     ap.add_argument("--out", default=None, help="folder (default: traces/reference/<gpu>)")
+    ap.add_argument("--no-comparisons", action="store_true",
+                    help="skip the interleaved comparisons and the idle-GPU experiment")
     a = ap.parse_args(argv)
 
     import torch
@@ -117,6 +129,11 @@ def main(argv: list[str] | None = None) -> int:
     scenarios = dict(old)
     t_all = time.perf_counter()
     _time_unprofiled([s for s in todo if s.warm], dtype, out)
+    if not a.no_comparisons and not a.only:
+        from .comparisons import GROUPS
+
+        _fresh("comparisons", [str(out)], f"timing {len(GROUPS)} comparisons in turn, without the profiler")
+        _fresh("idle_gpu", [str(out), dtype], "the idle-GPU experiment (notebook 07)")
     for n, s in enumerate(todo, 1):
         tag = tag_for(s.workload, dtype, s.warm, s.compile, s.schedule, s.compile_mode)
         entry = {"tag": tag, "trace": f"{tag}.json", "table": f"{tag}.txt", "timing": f"{tag}.timing.json",

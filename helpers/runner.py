@@ -119,8 +119,13 @@ def profile_callable(fn, args: tuple, *, label: str, tag: str, out_dir: Path, cu
                 reset_peaks()
             for n in range(schedule.steps):
                 step()
-                if memory and cuda and n + 1 == first_active:
-                    reset_peaks()
+                if cuda and n + 1 == first_active:
+                    # The GPU finishes the unrecorded steps' work before recording starts, so that no kernel
+                    # launched before the window runs inside it without its launch (notebooks 02 and 04).
+                    if memory:
+                        reset_peaks()
+                    else:
+                        torch.cuda.synchronize()
                 prof.step()
         note_profiled()
         if memory and cuda:

@@ -45,9 +45,20 @@ class Timing:
     calls: int  # calls timed for host_us
     device: str  # "cuda" or "cpu"
     clean: bool = True  # measured in a process that had not run the profiler before
+    host_samples: tuple[float, ...] = ()  # host_us of every block, in the order measured
+    threads: int | None = None  # torch's CPU threads while timing
+
+    @property
+    def host(self) -> "Spread":
+        """``host_us`` with its spread over the blocks (one sample where the blocks were not kept)."""
+        from .measure import Spread
+
+        return Spread.of(self.host_samples or (self.host_us,))
 
     def to_json(self) -> dict[str, Any]:
-        return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in asdict(self).items()}
+        d = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in asdict(self).items()}
+        d["host_samples"] = [round(v, 3) for v in self.host_samples]
+        return d
 
     @classmethod
     def load(cls, trace_path: Path) -> "Timing | None":
@@ -72,7 +83,8 @@ class Timing:
             return None
         try:
             return cls(float(d["host_us"]), float(d["wall_us"]), int(d["calls"]), str(d["device"]),
-                       bool(d.get("clean", False)))
+                       bool(d.get("clean", False)), tuple(float(v) for v in d.get("host_samples") or ()),
+                       int(d["threads"]) if d.get("threads") is not None else None)
         except (KeyError, TypeError, ValueError):
             return None
 
@@ -112,7 +124,7 @@ def unprofiled(fn: Callable[..., Any], args: tuple, *, device: str, blocks: int 
     wall = benchmark.Timer(stmt="fn(*args)", globals={"fn": fn, "args": args}).blocked_autorange(
         min_run_time=min_run_time)
     return Timing(statistics.median(per_call), wall.median * 1e6, blocks * per_block, "cuda" if cuda else "cpu",
-                  clean=not _profiled_in_this_process)
+                  clean=not _profiled_in_this_process, host_samples=tuple(per_call), threads=torch.get_num_threads())
 
 
 _profiled_in_this_process = False

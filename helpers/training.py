@@ -60,7 +60,7 @@ def _build_train(device, dtype, batch, dim, hidden, layers, precision, optimizer
     from torch.profiler import record_function
     from torch.utils.checkpoint import checkpoint_sequential
 
-    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"  # explicit: "fp32" must mean no TF32
+    tf32 = precision == "tf32"  # explicit: "fp32" must mean no TF32
     model = _mlp(dim, hidden, layers, device)
     opt = _optimizer(model.parameters(), optimizer, device)
     x = torch.randn(batch, dim, device=device)
@@ -74,6 +74,8 @@ def _build_train(device, dtype, batch, dim, hidden, layers, precision, optimizer
         return model(x)
 
     def step():
+        # Set on every step, not once: steps of two precisions timed in turn (helpers.measure) must each get theirs.
+        torch.backends.cuda.matmul.allow_tf32 = tf32
         with record_function("forward"):
             if amp is None:
                 logits = forward()

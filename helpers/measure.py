@@ -1,0 +1,443 @@
+"""Times the notebooks compare: repeated, interleaved, with their spread, graded only outside the noise.
+
+A time is a measurement with a spread. On a busy laptop or a shared hub one
+sample can be off by a factor of ten, so every timing a notebook compares
+goes through here:
+
+* :func:`interleave` times several calls round-robin with no profiler
+  running (A, B, C, A, B, C...), each round a short block of back-to-back
+  calls, so that whatever else the machine does falls on every side alike;
+* :class:`Spread` holds one figure's samples: median and quartiles (the
+  interquartile range, IQR), and says it in words;
+* :func:`per_round` divides two interleaved spreads round by round: calls
+  timed in the same round shared the machine's state, so their ratio is
+  steadier than the ratio of two medians;
+* :func:`grade_choice` and :func:`grade_number` grade a prediction against a
+  spread: *held* or *missed* only when the whole interquartile range gives
+  the same answer, otherwise *inconclusive here*;
+* :func:`conditions` and :func:`one_thread`: the thread count and the
+  machine's load shown beside each figure, and one thread for the CPU
+  micro-benchmarks (other work on the cores then disturbs them less).
+
+Nothing here imports torch until a call is timed: the grading works on
+recorded samples anywhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Sequence
+
+#: the fewest samples a spread may be graded on: one sample is not a measurement
+MIN_SAMPLES = 5
+
+HELD, MISSED, INCONCLUSIVE = "held", "missed", "inconclusive"
+
+
+@dataclass(frozen=True)
+class Spread:
+    """One figure measured several times: its samples (in ``unit``) and what they say together."""
+
+    samples: tuple[float, ...]
+    unit: str = "us"
+
+    @classmethod
+    def of(cls, values: Sequence[float], unit: str = "us") -> "Spread":
+        return cls(tuple(float(v) for v in values if v is not None and math.isfinite(float(v))), unit)
+
+    @property
+    def n(self) -> int:
+        return len(self.samples)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples) if self.samples else math.nan
+
+    @property
+    def quartiles(self) -> tuple[float, float]:
+        """The first and third quartiles (for fewer than 4 samples: the smallest and the largest)."""
+        if not self.samples:
+            return math.nan, math.nan
+        if self.n < 4:
+            return min(self.samples), max(self.samples)
+        q = statistics.quantiles(self.samples, n=4, method="inclusive")
+        return q[0], q[2]
+
+    @property
+    def relative_iqr(self) -> float:
+        """The interquartile range over the median: how wide the noise is, as a share of the figure."""
+        lo, hi = self.quartiles
+        return (hi - lo) / self.median if self.median else math.inf
+
+    def scaled(self, factor: float, unit: str | None = None) -> "Spread":
+        return Spread(tuple(v * factor for v in self.samples), unit or self.unit)
+
+    def text(self, fmt: Callable[[float], str] | None = None) -> str:
+        """``19.0 µs (IQR 18.7 µs to 19.7 µs, 30 rounds)``."""
+        f = fmt or _fmt(self.unit)
+        lo, hi = self.quartiles
+        if self.n == 0:
+            return "no sample"
+        if self.n == 1:
+            return f"{f(self.median)} (one sample)"
+        return f"{f(self.median)} (IQR {f(lo)} to {f(hi)}, {self.n} samples)"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"unit": self.unit, "samples": [round(v, 4) for v in self.samples]}
+
+    @classmethod
+    def from_json(cls, d: Any) -> "Spread | None":
+        if not isinstance(d, dict) or not isinstance(d.get("samples"), list):
+            return None
+        try:
+            return cls.of([float(v) for v in d["samples"]], str(d.get("unit", "us")))
+        except (TypeError, ValueError):
+            return None
+
+
+def _fmt(unit: str) -> Callable[[float], str]:
+    if unit == "us":
+        def us(v: float) -> str:
+            return f"{v / 1e3:.2f} ms" if abs(v) >= 1e3 else f"{v:.1f} µs"
+        return us
+    if unit == "x":
+        return lambda v: f"{v:.2f}x"
+    if unit == "%":
+        return lambda v: f"{v:.0%}"
+    return lambda v: f"{v:.3g} {unit}".rstrip()
+
+
+def per_round(a: Spread, b: Spread) -> Spread:
+    """``a / b`` round by round, as a spread of ratios (``unit="x"``); the two must come from the same rounds."""
+    n = min(a.n, b.n)
+    return Spread.of([x / y for x, y in zip(a.samples[:n], b.samples[:n]) if y > 0], "x")
+
+
+def ratio_range(a: Spread, b: Spread) -> Spread:
+    """``a / b`` for two spreads measured apart (not round by round): every pairing, so the range is honest."""
+    return Spread.of([x / y for x in a.samples for y in b.samples if y > 0], "x")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A figure and the range the measurements allow: ``mid`` from the medians, ``lo``..``hi`` from the quartiles.
+
+    Arithmetic on estimates keeps the range honest (interval arithmetic): the
+    profiler's extra time, profiled minus unprofiled, runs from the lowest
+    profiled quartile minus the highest unprofiled one to the other way round.
+    ``n`` is the fewest samples behind any of its parts.
+    """
+
+    mid: float
+    lo: float
+    hi: float
+    n: int
+    unit: str = "us"
+
+    @classmethod
+    def of(cls, x: "Spread | Estimate") -> "Estimate":
+        if isinstance(x, Estimate):
+            return x
+        lo, hi = x.quartiles
+        return cls(x.median, lo, hi, x.n, x.unit)
+
+    def __sub__(self, o: "Estimate") -> "Estimate":
+        return Estimate(self.mid - o.mid, self.lo - o.hi, self.hi - o.lo, min(self.n, o.n), self.unit)
+
+    def __truediv__(self, o: "Estimate | float") -> "Estimate":
+        if not isinstance(o, Estimate):
+            return Estimate(self.mid / o, self.lo / o, self.hi / o, self.n, self.unit)
+        if o.lo <= 0:  # the divisor's range reaches zero: the ratio is unbounded
+            return Estimate(self.mid / o.mid if o.mid > 0 else math.inf, -math.inf, math.inf,
+                            min(self.n, o.n), "x")
+        ends = [self.lo / o.lo, self.lo / o.hi, self.hi / o.lo, self.hi / o.hi]
+        return Estimate(self.mid / o.mid, min(ends), max(ends), min(self.n, o.n), "x")
+
+    @property
+    def quartiles(self) -> tuple[float, float]:
+        return self.lo, self.hi
+
+    @property
+    def median(self) -> float:
+        return self.mid
+
+    def text(self, fmt: Callable[[float], str] | None = None) -> str:
+        f = fmt or _fmt(self.unit)
+        if not (math.isfinite(self.lo) and math.isfinite(self.hi)):
+            return f"{f(self.mid)} (its range is unbounded: the spread reaches zero)"
+        return f"{f(self.mid)} (between {f(self.lo)} and {f(self.hi)} by the quartiles)"
+
+
+# --- the machine -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Conditions:
+    """What the machine was doing while a figure was measured."""
+
+    threads: int | None  # torch's intra-op threads during the measurement (None: not measured with torch)
+    cpus: int | None  # cores this process may use
+    load: float | None  # the 1-minute load average over the cores (1.0: every core busy); None where unknown
+    where: str = "this machine"
+
+    @property
+    def busy(self) -> bool:
+        """Other work held most of the cores while measuring (a load above 0.75 per core)."""
+        return self.load is not None and self.load > 0.75
+
+    def text(self) -> str:
+        parts = []
+        if self.threads is not None:
+            parts.append(f"{self.threads} thread{'s' if self.threads != 1 else ''}")
+        if self.load is not None and self.cpus:
+            parts.append(f"load {self.load * self.cpus:.1f} on {self.cpus} cores"
+                         + (", busy" if self.busy else ""))
+        return f"measured on {self.where}" + (f" ({', '.join(parts)})" if parts else "")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"threads": self.threads, "cpus": self.cpus, "load": self.load, "where": self.where}
+
+    @classmethod
+    def from_json(cls, d: Any, where: str | None = None) -> "Conditions":
+        d = d if isinstance(d, dict) else {}
+        return cls(d.get("threads"), d.get("cpus"), d.get("load"), where or str(d.get("where", "unknown")))
+
+
+def usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def conditions(where: str = "this machine", threads: int | None = None) -> Conditions:
+    """The thread count (torch's, when torch is loaded) and the load per core, now."""
+    import sys
+
+    if threads is None and "torch" in sys.modules:
+        threads = sys.modules["torch"].get_num_threads()
+    cpus = usable_cpus()
+    try:
+        load = os.getloadavg()[0] / cpus
+    except (AttributeError, OSError):  # Windows has no load average
+        load = None
+    return Conditions(threads, cpus, None if load is None else round(load, 2), where)
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """Run torch's CPU ops on one thread inside the block (the CPU micro-benchmarks' setting).
+
+    With every core's thread, a small op waits for the slowest core, and on a
+    machine doing other work that is often one that is busy elsewhere.
+    """
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+# --- timing -----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Measured:
+    """Several calls timed round-robin, per call in µs: a :class:`Spread` per label, and the conditions."""
+
+    host: dict[str, Spread]  # CPU time to issue one call (no synchronization inside a block)
+    wall: dict[str, Spread]  # time per call with the device synchronized at the end of each block
+    conditions: Conditions
+    rounds: int
+    per_block: dict[str, int] = field(default_factory=dict)
+
+    def ratio(self, a: str, b: str, kind: str = "host") -> Spread:
+        side = self.host if kind == "host" else self.wall
+        return per_round(side[a], side[b])
+
+    def to_json(self) -> dict[str, Any]:
+        return {"host": {k: v.to_json() for k, v in self.host.items()},
+                "wall": {k: v.to_json() for k, v in self.wall.items()},
+                "conditions": self.conditions.to_json(), "rounds": self.rounds, "per_block": self.per_block}
+
+    @classmethod
+    def from_json(cls, d: Any, where: str | None = None) -> "Measured | None":
+        if not isinstance(d, dict):
+            return None
+        host = {k: s for k, v in (d.get("host") or {}).items() if (s := Spread.from_json(v))}
+        wall = {k: s for k, v in (d.get("wall") or {}).items() if (s := Spread.from_json(v))}
+        if not host and not wall:
+            return None
+        return cls(host, wall, Conditions.from_json(d.get("conditions"), where), int(d.get("rounds", 0)),
+                   dict(d.get("per_block") or {}))
+
+
+Call = tuple[Callable[..., Any], tuple]
+
+
+def interleave(calls: dict[str, Call], *, device: str = "cpu", rounds: int = 15, block_s: float = 0.01,
+               max_per_block: int = 20, host: bool = True, wall: bool = True, settle: int = 0,
+               budget_s: float | None = None, where: str = "this machine") -> Measured:
+    """Time each call round-robin, with no profiler: ``rounds`` rounds, one block of back-to-back calls each.
+
+    A block holds as many calls as fit in about ``block_s`` (at most
+    ``max_per_block``), the same number in every round. ``host`` times the
+    CPU's time per call within a block (on a GPU the device is synchronized
+    after the block, outside the clock, so that a full queue never blocks
+    the CPU mid-block); ``wall`` times a block with the device synchronized
+    at its end: the time the calls take to finish. ``settle`` untimed calls
+    open every block (a DataLoader's batches, prepared ahead while the other
+    calls ran, would otherwise come for free). ``budget_s`` stops early
+    (never under :data:`MIN_SAMPLES` rounds) when the machine is slow.
+    """
+    import torch
+
+    cuda = device == "cuda"
+
+    def sync() -> None:
+        if cuda:
+            torch.cuda.synchronize()
+
+    per_block: dict[str, int] = {}
+    for label, (fn, args) in calls.items():  # warm: first calls pay one-time costs; size the blocks
+        for _ in range(3):
+            fn(*args)
+        sync()
+        t0 = time.perf_counter()
+        fn(*args)
+        sync()
+        one = max(time.perf_counter() - t0, 1e-7)
+        per_block[label] = max(1, min(max_per_block, int(block_s / one)))
+    hosts: dict[str, list[float]] = {k: [] for k in calls}
+    walls: dict[str, list[float]] = {k: [] for k in calls}
+    start = time.perf_counter()
+    done = 0
+    for _ in range(rounds):
+        for label, (fn, args) in calls.items():
+            k = per_block[label]
+            for _ in range(settle):
+                fn(*args)
+            sync()
+            if host:
+                t0 = time.perf_counter()
+                for _ in range(k):
+                    fn(*args)
+                hosts[label].append((time.perf_counter() - t0) / k * 1e6)
+                sync()
+            if wall:
+                t0 = time.perf_counter()
+                for _ in range(k):
+                    fn(*args)
+                sync()
+                walls[label].append((time.perf_counter() - t0) / k * 1e6)
+        done += 1
+        if budget_s is not None and done >= MIN_SAMPLES and time.perf_counter() - start > budget_s:
+            break
+    return Measured({k: Spread.of(v) for k, v in hosts.items()} if host else {},
+                    {k: Spread.of(v) for k, v in walls.items()} if wall else {},
+                    conditions(where, torch.get_num_threads()), done, per_block)
+
+
+# --- grading ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Graded:
+    """A prediction graded against a spread: held, missed, or inconclusive here."""
+
+    status: str  # HELD, MISSED or INCONCLUSIVE
+    actual: Any  # the choice (or value) the median gives: what the room is told the measurement says
+    why: str  # one sentence on the spread, in words (HTML-safe: numbers and words only)
+
+    @property
+    def hit(self) -> bool | None:
+        return None if self.status == INCONCLUSIVE else self.status == HELD
+
+    @property
+    def conclusive(self) -> bool:
+        return self.status != INCONCLUSIVE
+
+
+def bucket(value: float, edges: Sequence[float], choices: Sequence[str]) -> str:
+    """The choice a value falls in: ``choices[i]`` covers values below ``edges[i]``, the last the rest."""
+    if len(choices) != len(edges) + 1:
+        raise ValueError("bucket() needs one more choice than edges")
+    return next((c for c, e in zip(choices, edges) if value < e), choices[-1])
+
+
+Measurement = "Spread | Estimate"
+
+
+def _too_few(s: "Spread | Estimate") -> str | None:
+    if s.n < MIN_SAMPLES:
+        return (f"only {s.n} sample{'s' if s.n != 1 else ''} ({s.text()}): "
+                f"too few to grade (the series grades on {MIN_SAMPLES} or more)")
+    return None
+
+
+def grade_choice(answer: Any, spread: "Spread | Estimate", edges: Sequence[float], choices: Sequence[str], *,
+                 fmt: Callable[[float], str] | None = None) -> Graded:
+    """Grade a multiple-choice prediction on a measured quantity (its choices are ranges cut at ``edges``).
+
+    Held or missed only when the first and third quartiles fall in the same
+    choice; when they straddle an edge the answer depends on which sample you
+    take, and the grade is inconclusive.
+    """
+    f = fmt or _fmt(spread.unit)
+    mid = bucket(spread.median, edges, choices)
+    few = _too_few(spread)
+    if few:
+        return Graded(INCONCLUSIVE, mid, few)
+    lo, hi = spread.quartiles
+    a, b = bucket(lo, edges, choices), bucket(hi, edges, choices)
+    if a != b:
+        cut = [e for e in edges if lo < e <= hi]
+        return Graded(INCONCLUSIVE, mid,
+                      f"the measurement's spread, {spread.text(f)}, straddles "
+                      + " and ".join(f(e) for e in cut) + f", the edge between '{a}' and '{b}'")
+    return Graded(HELD if answer == mid else MISSED, mid, f"{spread.text(f)}, all inside '{mid}'")
+
+
+def grade_number(answer: float | None, spread: "Spread | Estimate", factor: float, *,
+                 fmt: Callable[[float], str] | None = None) -> Graded:
+    """Grade a typed number: held when within ``factor`` of the measurement, at both of its quartiles."""
+    f = fmt or _fmt(spread.unit)
+    few = _too_few(spread)
+    if few:
+        return Graded(INCONCLUSIVE, spread.median, few)
+    lo, hi = spread.quartiles
+
+    def ok(v: float) -> bool:
+        return answer is not None and answer > 0 and v > 0 and 1 / factor <= answer / v <= factor
+
+    if ok(lo) == ok(hi) == ok(spread.median):
+        return Graded(HELD if ok(spread.median) else MISSED, spread.median,
+                      f"{spread.text(f)}; within {factor:g}x counts")
+    return Graded(INCONCLUSIVE, spread.median,
+                  f"your estimate is within {factor:g}x of part of the measurement's spread ({spread.text(f)}) "
+                  "and not of the rest")
+
+
+def grade_order(answer: Any, spreads: dict[Any, Spread], *, fmt: Callable[[float], str] | None = None) -> Graded:
+    """Grade "which is largest": conclusive when the largest's first quartile is above every other's third."""
+    ranked = sorted(spreads, key=lambda k: spreads[k].median, reverse=True)
+    few = next((_too_few(spreads[k]) for k in ranked if _too_few(spreads[k])), None)
+    if few:
+        return Graded(INCONCLUSIVE, ranked[0], few)
+    top, second = ranked[0], ranked[1]
+    f = fmt or _fmt(spreads[top].unit)
+    lo_top, _ = spreads[top].quartiles
+    _, hi_second = spreads[second].quartiles
+    if lo_top > hi_second:
+        return Graded(HELD if answer == top else MISSED, top,
+                      f"{top}: {spreads[top].text(f)}, above {second}: {spreads[second].text(f)}, no overlap")
+    return Graded(INCONCLUSIVE, top, f"{top} and {second} overlap: {spreads[top].text(f)} against "
+                                     f"{spreads[second].text(f)}")
