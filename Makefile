@@ -38,11 +38,13 @@ test: $(STAMP)
 test-unit: $(STAMP)
 	PROFILING_MODE=recorded PROFILING_HEADLESS=1 HYPOTHESIS_PROFILE=ci $(PY) -m pytest -q tests
 
+# PROFILING_LEAK_CHECK=1 and tests/series_leaks.py: the same run also proves that no answer is on screen before
+# its question, over the whole series (the last item, series-leaks).
 test-notebooks: $(STAMP)
 	@mkdir -p .cache && rm -f .cache/journal-test.json
-	PROFILING_MODE=recorded PROFILING_HEADLESS=1 PROFILING_JOURNAL=$(CURDIR)/.cache/journal-test.json \
-	  $(PY) -m pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env \
-	  --nbval-sanitize-with notebooks/sanitize.cfg notebooks
+	PROFILING_MODE=recorded PROFILING_HEADLESS=1 PROFILING_LEAK_CHECK=1 PROFILING_JOURNAL=$(CURDIR)/.cache/journal-test.json \
+	  PYTHONPATH=$(CURDIR)/tests $(PY) -m pytest -q -p no:cacheprovider -p series_leaks --nbval-lax --nbval-current-env \
+	  --nbval-sanitize-with notebooks/sanitize.cfg $(or $(NOTEBOOKS),notebooks)
 
 # The widgets in a real browser: JupyterLab + headless Chromium (Debian's chromium, driven by Playwright).
 test-browser: $(STAMP)

@@ -137,3 +137,21 @@ def _main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(_main(sys.argv[1:]))
+
+
+def measure() -> tuple[dict, str]:
+    """The experiment's result and where it comes from: run now on this GPU (live), or the reference set's."""
+    from .mode import environment
+    from .reference import NotRecorded, reference_set
+    from .workload import pick_dtype
+
+    env = environment()
+    if env.live:
+        return probe(dtype=pick_dtype("cuda", env.capability)), f"measured now on {env.gpu}"
+    ref = reference_set()
+    p = ref.path / "idle_gpu.json"
+    try:
+        return json.loads(p.read_text()), f"measured on {ref.describe()}"
+    except (OSError, ValueError):
+        raise NotRecorded(f"The reference set {ref.path.name} has no idle-GPU experiment ({p.name}): record it on "
+                          "a GPU with `python -m helpers.record`.") from None

@@ -21,8 +21,20 @@ The file is one JSON object, ``{qid: entry}``. An entry of format 2
     gpu      where the trace's GPU lanes came from ("NVIDIA H200", or
              "NVIDIA H200 (recorded)"), when known
 
-Format 1 (before these fields) held only ``answer``, ``hit`` and ``when``;
-it still loads. Keys that start with ``_`` are not questions: an exported
+Format 3 adds::
+
+    status   "held", "missed", "inconclusive" (a timing whose spread was as
+             wide as the effect asked about: graded neither way) or "open"
+             (no right or wrong)
+    attempts later tries at the same question (each with its own answer,
+             hit, status, actual and when); the first answer above is the one
+             the scoreboard and the room count
+
+The first answer to a question stays: answering again does not replace it
+(:func:`record`), a try after "try again" is an attempt (:func:`attempt`),
+and a rerun of an inconclusive measurement grades the first answer once it
+is conclusive (:func:`record` with the same answer). Formats 1 (``answer``,
+``hit`` and ``when``) and 2 still load. Keys that start with ``_`` are not questions: an exported
 copy (:func:`export`) carries ``"_journal": {"format", "learner", "exported"}``.
 """
 
@@ -42,7 +54,7 @@ from typing import Any
 
 JOURNAL_VAR = "PROFILING_JOURNAL"
 EXPORT_VAR = "PROFILING_EXPORT"  # the folder exported copies go to; unset: exported-journals/ beside the notebooks
-FORMAT = 2  # the entry format record() writes (see the module's docstring); entries without "format" are 1
+FORMAT = 3  # the entry format record() writes (see the module's docstring); entries without "format" are 1
 META = "_journal"  # an exported copy's own facts: format, learner, when exported
 
 
@@ -140,35 +152,100 @@ def _write(p: Path, data: dict[str, Any]) -> None:
         raise
 
 
+STATUSES = ("held", "missed", "inconclusive", "open")
+
+
+def status_of(entry: Any) -> str:
+    """An entry's status: its own (format 3), else from its hit (True held, False missed, None open)."""
+    if isinstance(entry, dict):
+        st = entry.get("status")
+        if st in STATUSES:
+            return st
+        hit = entry.get("hit")
+        return "held" if hit is True else "missed" if hit is False else "open"
+    return "open"
+
+
+def _status(hit: bool | None, status: str | None) -> str:
+    if status in STATUSES:
+        return status
+    return "held" if hit is True else "missed" if hit is False else "open"
+
+
 def record(qid: str, answer: Any, hit: bool | None, where: Path | None = None, *, actual: Any = None,
            prompt: str | None = None, choices: list[str] | None = None, unit: str | None = None,
-           kind: str | None = None, gpu: str | None = None) -> None:
-    """Store one prediction, replacing an earlier answer to the same question.
+           kind: str | None = None, gpu: str | None = None, status: str | None = None) -> bool:
+    """Store the first answer to a question; returns whether the journal changed.
 
-    The keyword arguments are optional (format 2, see the module's docstring):
+    A question already answered keeps its first answer: recording again
+    changes nothing, except that an *inconclusive* grade is replaced when the
+    same answer is graded again on a conclusive measurement (a rerun refines
+    the measurement, never the answer). Later tries go through :func:`attempt`.
+
+    The keyword arguments are optional (see the module's docstring):
     ``actual`` is what the trace showed (the choice it fell in, or the
     measured value of a numeric question); ``prompt``, ``choices``, ``unit``
     and ``kind`` describe the question, so that a room of journals can list
-    every choice, picked or not; ``gpu`` says where the trace came from.
-    Those left as None are not written.
+    every choice, picked or not; ``gpu`` says where the trace came from;
+    ``status`` is "inconclusive" for a timing graded neither way (otherwise
+    it follows ``hit``). Those left as None are not written.
     """
     p = where or path()
     try:
         data = _read(p)
     except _Unusable as e:  # writing now would replace what could not be read
         warnings.warn(str(e), JournalWarning, stacklevel=2)
-        return
-    entry: dict[str, Any] = {"answer": plain(answer), "hit": plain(hit),
+        return False
+    st = _status(hit, status)
+    old = data.get(qid)
+    if isinstance(old, dict) and "answer" in old:
+        if not (status_of(old) == "inconclusive" and st != "inconclusive" and old.get("answer") == plain(answer)):
+            return False  # the first answer stays, and so does its grade
+        old.update({"hit": plain(hit), "status": st, "graded": _dt.datetime.now().isoformat(timespec="seconds")})
+        if actual is not None:
+            old["actual"] = plain(actual)
+        return _save(p, data)
+    entry: dict[str, Any] = {"answer": plain(answer), "hit": plain(hit), "status": st,
                              "when": _dt.datetime.now().isoformat(timespec="seconds"), "format": FORMAT}
     extra = {"prompt": prompt, "choices": [str(c) for c in choices] if choices is not None else None,
              "unit": unit, "kind": kind, "actual": plain(actual), "gpu": gpu}
     entry.update({k: v for k, v in extra.items() if v is not None})
     data[qid] = entry
+    return _save(p, data)
+
+
+def attempt(qid: str, answer: Any, hit: bool | None, where: Path | None = None, *, actual: Any = None,
+            status: str | None = None) -> bool:
+    """Store a later try at an answered question, beside the first answer (which stays what is counted)."""
+    p = where or path()
+    try:
+        data = _read(p)
+    except _Unusable as e:
+        warnings.warn(str(e), JournalWarning, stacklevel=2)
+        return False
+    entry = data.get(qid)
+    if not isinstance(entry, dict):
+        return record(qid, answer, hit, where, actual=actual, status=status)
+    tries = entry.setdefault("attempts", [])
+    tries.append({"answer": plain(answer), "hit": plain(hit), "status": _status(hit, status),
+                  "actual": plain(actual), "when": _dt.datetime.now().isoformat(timespec="seconds")})
+    return _save(p, data)
+
+
+def entry(qid: str, where: Path | None = None) -> dict[str, Any] | None:
+    """The journal's entry for a question, or None when it was never answered."""
+    e = load(where).get(qid)
+    return e if isinstance(e, dict) and "answer" in e else None
+
+
+def _save(p: Path, data: dict[str, Any]) -> bool:
     try:
         _write(p, data)
+        return True
     except OSError as e:  # a read-only folder must not stop the lesson
         warnings.warn(f"This prediction is not saved: the journal {p} cannot be written ({e}).", JournalWarning,
-                      stacklevel=2)
+                      stacklevel=3)
+        return False
 
 
 def export_folder() -> Path:
@@ -214,14 +291,13 @@ class Score:
     hits: int
     misses: int
     open: int  # answered, but with no right or wrong
+    inconclusive: int = 0  # a timing whose spread was as wide as the effect: graded neither way
 
 
 def scores(where: Path | None = None) -> list[Score]:
-    """Hits and misses per notebook, in notebook order."""
-    acc: dict[str, list[int]] = {}
-    for qid, entry in load(where).items():
-        nb = qid.split(".", 1)[0]
-        row = acc.setdefault(nb, [0, 0, 0])
-        hit = entry.get("hit") if isinstance(entry, dict) else None
-        row[0 if hit is True else 1 if hit is False else 2] += 1
-    return [Score(nb, *row) for nb, row in sorted(acc.items())]
+    """Held, missed, open and inconclusive first answers per notebook, in notebook order."""
+    acc: dict[str, dict[str, int]] = {}
+    for qid, e in load(where).items():
+        row = acc.setdefault(qid.split(".", 1)[0], dict.fromkeys(STATUSES, 0))
+        row[status_of(e)] += 1
+    return [Score(nb, r["held"], r["missed"], r["open"], r["inconclusive"]) for nb, r in sorted(acc.items())]

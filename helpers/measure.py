@@ -102,8 +102,8 @@ class Spread:
 
 def _fmt(unit: str) -> Callable[[float], str]:
     if unit == "us":
-        def us(v: float) -> str:
-            return f"{v / 1e3:.2f} ms" if abs(v) >= 1e3 else f"{v:.1f} µs"
+        from .text import us
+
         return us
     if unit == "x":
         return lambda v: f"{v:.2f}x"

@@ -343,6 +343,41 @@ def observer(rows: Sequence[tuple[str, float, float]], *, title: str = "", ax=No
                        ("unprofiled", "profiled"), title=title, unit="us per call", ax=ax)
 
 
+def spreads(groups: dict[str, Sequence[float]], *, title: str = "", unit: str = "us per call", log: bool = False,
+            ax=None):
+    """Every sample of each measurement as a dot, its median as a bar and its interquartile range as a band.
+
+    The picture the series shows beside a timing it grades: two bands that
+    overlap are two figures the machine's noise cannot tell apart.
+    """
+    import statistics
+
+    plt = _plt()
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(7.5, 0.7 + 0.55 * max(len(groups), 1)))
+    else:
+        fig = ax.figure
+    for y, (label, values) in enumerate(groups.items()):
+        v = sorted(float(x) for x in values)
+        if not v:
+            continue
+        q1, q3 = (statistics.quantiles(v, n=4, method="inclusive")[::2] if len(v) >= 4 else (v[0], v[-1]))
+        ax.fill_betweenx([y - 0.28, y + 0.28], q1, q3, color="#9ecae1", alpha=0.6, lw=0)
+        ax.plot([statistics.median(v)] * 2, [y - 0.32, y + 0.32], color="#08519c", lw=2)
+        jitter = [((i * 7919) % 13 - 6) / 30 for i in range(len(v))]  # spread the dots without randomness
+        ax.scatter(v, [y + j for j in jitter], s=9, color="#333", alpha=0.7, zorder=3)
+    ax.set_yticks(range(len(groups)))
+    ax.set_yticklabels(list(groups))
+    ax.invert_yaxis()
+    if log:
+        ax.set_xscale("log")
+    ax.set_xlabel(unit)
+    ax.grid(alpha=0.3, axis="x")
+    ax.set_title(title + ("\n" if title else "") + "dots: samples; line: median; band: middle half (IQR)", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
 def scatter(points: Sequence[tuple[str, float, float]], *, xlabel: str, ylabel: str, title: str = "",
             diagonal: bool = True, ax=None):
     """Labelled points (label, x, y) on log axes, with the line y = x to read "the same" against."""

@@ -19,7 +19,8 @@ from functools import cached_property
 from pathlib import Path
 
 from . import runner
-from .facts import Summary, gpu_time_per_call, ops_per_call, per_call_us, summarize
+from .facts import Summary, gpu_time_per_call, ops_per_call, per_call_us, steady_spans, summarize
+from .measure import Spread
 from .mode import ModeError, environment
 from .reference import ReferenceSet, reference_set
 from .runner import native_log_filter
@@ -71,8 +72,13 @@ class ProfileRun:
 
     @property
     def cpu_per_call_us(self) -> float | None:
-        """CPU time of one call in the trace: the mean span of the workload's ``record_function`` label."""
+        """CPU time of one call in the trace: the median span of the workload's label over the steady steps."""
         return per_call_us(self.trace, self.workload.label)
+
+    @property
+    def cpu_per_call(self) -> Spread:
+        """The label's spans over the steady steps (every recorded step but the first), as a spread."""
+        return Spread.of(steady_spans(self.trace, self.workload.label))
 
     @property
     def ops_per_call(self) -> float | None:
@@ -90,18 +96,29 @@ class ProfileRun:
 
 def profile(w: Workload, *, warm: bool = False, compile: bool = False, compile_mode: str | None = None,
             schedule: Schedule = ARTICLE, on: str = "auto", out_dir: str | os.PathLike | None = None,
-            step_down: bool = True) -> ProfileRun:
+            step_down: bool = True, threads: int | None = 1) -> ProfileRun:
     """Profile a workload: live on this GPU, live on the CPU, or from the reference set.
 
     ``on="auto"`` follows the mode (live with a GPU, recorded without);
     ``on="cpu"`` always runs live on this machine's CPU (the CPU-side lessons
-    do that in either mode). A workload too large for the free GPU memory
-    steps down to one that fits, with a note, unless ``step_down=False``.
+    do that in either mode), on ``threads`` of torch's threads (one by
+    default: a small op spread over every core waits for the slowest, and on
+    a laptop doing other work that one is often busy; ``None`` keeps torch's
+    setting). A workload too large for the free GPU memory steps down to one
+    that fits, with a note, unless ``step_down=False``.
     """
     if on not in ("auto", "cpu", "gpu"):
         raise ValueError("on= must be 'auto', 'cpu' or 'gpu'")
     if on == "cpu":
-        return _profile_here(w, "cpu", warm, compile, compile_mode, schedule, out_dir, step_down)
+        import torch
+
+        before = torch.get_num_threads()
+        if threads:
+            torch.set_num_threads(threads)
+        try:
+            return _profile_here(w, "cpu", warm, compile, compile_mode, schedule, out_dir, step_down)
+        finally:
+            torch.set_num_threads(before)
     if environment().live:
         return _profile_here(w, "cuda", warm, compile, compile_mode, schedule, out_dir, step_down)
     if on == "gpu":

@@ -12,6 +12,20 @@ A cell after a question must not show that question's answer before the
 click, even under Run All: :func:`after` holds such a cell's output back
 until the question is answered (headless, it shows it at once).
 
+A question already in the journal stays answered: running its cell again
+shows the locked answer and its reveal, never a fresh widget; "Try again"
+asks once more and records a second attempt, while the first answer is the
+one counted. A reveal that rests on a timing grades with :func:`grade`:
+held or missed only outside the measurement's noise, otherwise
+*inconclusive here*, with a button that measures again (the first answer
+stays, and is graded once a run is conclusive).
+
+Each question declares the facts that decide it (``decides=``): values with
+their units and the names its reveal reads. Headless runs with
+``PROFILING_LEAK_CHECK=1`` mark each question and each held-back output in
+the cell outputs (:mod:`helpers.spoilers`), so that a test can prove no fact
+appears before its question, anywhere in the series.
+
 Only core widgets that exist in ipywidgets 7.7 and 8 are used, so the same
 cells work in JupyterLab and on Colab.
 """
@@ -20,7 +34,8 @@ from __future__ import annotations
 
 import html
 import math
-from typing import Any, Callable
+import os
+from typing import Any, Callable, Iterable
 
 from . import journal
 from .mode import headless
@@ -42,6 +57,32 @@ def _html(text: str):
     from IPython.display import HTML
 
     return HTML(text)
+
+
+LEAK_CHECK_VAR = "PROFILING_LEAK_CHECK"
+
+
+def _leak_check() -> bool:
+    return headless() and os.environ.get(LEAK_CHECK_VAR) == "1"
+
+
+def _mark(**what: Any) -> None:
+    """A marker in the cell's output for the series-wide leak test (headless leak checks only; never on screen)."""
+    if not _leak_check():
+        return
+    from IPython.display import display
+
+    from .spoilers import MIME
+
+    display({MIME: what, "text/plain": ""}, raw=True)
+
+
+def _facts(decides: Any) -> list[dict[str, Any]]:
+    """The declared facts, as the leak test reads them (evaluated only in a leak check)."""
+    from .spoilers import clean
+
+    found = decides() if callable(decides) else (decides or [])
+    return [{"kind": f.kind, "value": f.value} for f in clean(found)]
 
 
 def _can_show_widgets() -> bool:
@@ -83,24 +124,34 @@ _KINDS = {"predict": ("Predict:", "Lock in my prediction"), "task": ("Find in Pe
 
 
 def ask(qid: str, prompt: str, *, reveal: Reveal, default: Any, choices: list[str] | None = None,
-        unit: str | None = None, kind: str = "predict") -> None:
+        unit: str | None = None, kind: str = "predict", decides: "Callable[[], Iterable[Any]] | None" = None) -> None:
     """Ask one prediction (or a Perfetto task, ``kind="task"``), then reveal.
 
     ``qid`` is ``"<notebook>.<name>"`` (``"02.gpu-share"``); ``choices`` makes
     it multiple choice, otherwise the learner types a number in ``unit``.
-    ``default`` is the answer a headless run gives.
+    ``default`` is the answer a headless run gives. ``decides`` returns the
+    facts the reveal rests on (:mod:`helpers.spoilers`: values with units,
+    names), which must appear nowhere before the question.
     """
     if choices is not None and default not in choices:
         raise ValueError(f"{qid}: the default answer {default!r} is not one of the choices")
     lead, _button = _KINDS[kind]
     about = {"prompt": prompt, "choices": choices, "unit": unit if choices is None else None, "kind": kind}
     if headless() or not _can_show_widgets():
+        if _leak_check():
+            _mark(event="question", qid=qid, prompt=prompt, choices=choices, facts=_facts(decides))
         _display(_html(f"<p><b>{lead}</b> {html.escape(prompt)}<br>"
                        f"<i>Headless run: answering {html.escape(str(default))}"
                        f"{' ' + html.escape(unit) if unit and choices is None else ''}.</i></p>"))
-        _record(qid, default, *_reveal(default, reveal), about)
+        _mark(event="reveal", qid=qid)
+        _record(qid, default, *_reveal(qid, default, reveal), about)
+        _mark(event="end", qid=qid)
         return
-    _answered.pop(qid, None)  # asked again: cells after it wait for the new answer
+    first = journal.entry(qid)
+    if first is not None:  # the journal is the truth: an answered question stays answered
+        _locked(qid, prompt, first, reveal, choices, unit, kind, about)
+        return
+    _answered.pop(qid, None)  # asked afresh: cells after it wait for the answer
     _interactive(qid, prompt, reveal, choices, unit, kind, about)
 
 
@@ -128,21 +179,31 @@ def _trace_source() -> str | None:
     return f"{e.reference.gpu} (recorded)" if e.reference else None
 
 
-def _reveal(answer: Any, reveal: Reveal) -> tuple[bool | None, Any]:
-    """Call the reveal; returns its verdict and what the trace showed (None when it did not say)."""
-    global _actual
-    _actual = _NOT_REPORTED
+_status: str | None = None  # set by grade()/inconclusive() while a reveal runs
+_context: tuple | None = None  # (qid, answer, reveal, about, attempt) of the reveal now running
+
+
+def _reveal(qid: str, answer: Any, reveal: Reveal, about: dict | None = None,
+            attempt: bool = False) -> tuple[bool | None, Any, str | None]:
+    """Call the reveal; returns its verdict, what the trace showed (None when it did not say) and its status."""
+    global _actual, _status, _context
+    _actual, _status, _context = _NOT_REPORTED, None, (qid, answer, reveal, about or {}, attempt)
     try:
         hit = reveal(answer)
-        return hit, None if _actual is _NOT_REPORTED else _actual
+        return hit, None if _actual is _NOT_REPORTED else _actual, _status
     finally:
-        _actual = _NOT_REPORTED
+        _actual, _status, _context = _NOT_REPORTED, None, None
 
 
-def _record(qid: str, answer: Any, hit: bool | None, actual: Any, about: dict[str, Any]) -> None:
+def _record(qid: str, answer: Any, hit: bool | None, actual: Any, status: str | None, about: dict[str, Any],
+            attempt: bool = False) -> None:
     """Store the answer, its verdict, what the trace showed and the question itself; release the cells after it."""
-    journal.record(qid, answer, hit, actual=actual, gpu=_trace_source(), **about)
+    if attempt:
+        journal.attempt(qid, answer, hit, actual=actual, status=status)
+    else:
+        journal.record(qid, answer, hit, actual=actual, gpu=_trace_source(), status=status, **about)
     _answer(qid, answer)
+    _refresh_boards()
 
 
 def _answer(qid: str, answer: Any) -> None:
@@ -168,7 +229,9 @@ def after(qid: str, show: Callable[[], None]) -> None:
     shows a placeholder that fills when the prediction is locked in.
     """
     if qid in _answered or headless() or not _can_show_widgets():
+        _mark(event="after", qid=qid)
         show()
+        _mark(event="end", qid=qid)
         return
     import ipywidgets as W
 
@@ -180,19 +243,32 @@ def after(qid: str, show: Callable[[], None]) -> None:
     _display(out)
 
 
+def _field(W: Any, choices: list[str] | None, unit: str | None, kind: str) -> tuple[Any, Any]:
+    """The input (radio buttons, or a text box with its unit) and the row that shows it."""
+    if choices is not None:
+        field = W.RadioButtons(options=list(choices), value=None, layout=W.Layout(width="max-content"))
+        return field, field
+    field = W.Text(placeholder="your estimate" if kind == "predict" else "what you found",
+                   layout=W.Layout(width="12em"))
+    return field, W.HBox([field, W.Label(unit or "")])
+
+
+def _answer_text(a: Any, unit: str | None, choices: list[str] | None) -> str:
+    """An answer as locked: ``3 spans``, never ``3.0 spans`` for a whole number."""
+    if isinstance(a, float) and a.is_integer() and abs(a) < 1e15:
+        a = int(a)
+    return f"{a}{' ' + unit if unit and choices is None else ''}"
+
+
 def _interactive(qid: str, prompt: str, reveal: Reveal, choices: list[str] | None, unit: str | None,
-                 kind: str, about: dict[str, Any]) -> None:
+                 kind: str, about: dict[str, Any], attempt: bool = False, show: Callable[[Any], None] | None = None
+                 ) -> None:
     import ipywidgets as W
 
     lead, label = _KINDS[kind]
-    question = W.HTML(f"<b>{lead}</b> {html.escape(prompt)}")
-    if choices is not None:
-        field = W.RadioButtons(options=list(choices), value=None, layout=W.Layout(width="max-content"))
-        row = field
-    else:
-        field = W.Text(placeholder="your estimate" if kind == "predict" else "what you found",
-                       layout=W.Layout(width="12em"))
-        row = W.HBox([field, W.Label(unit or "")])
+    question = W.HTML(f"<b>{lead}</b> {html.escape(prompt)}"
+                      + (" <i>(another try: your first answer stays the one counted)</i>" if attempt else ""))
+    field, row = _field(W, choices, unit, kind)
     button = W.Button(description=label, button_style="primary",
                       layout=W.Layout(width="max-content"))
     status = W.HTML("")
@@ -218,13 +294,57 @@ def _interactive(qid: str, prompt: str, reveal: Reveal, choices: list[str] | Non
         field.disabled = True
         button.disabled = True
         button.description = "Locked"
-        status.value = f"<i>Locked: {html.escape(str(a))}{' ' + html.escape(unit) if unit and choices is None else ''}</i>"
+        status.value = f"<i>Locked: {html.escape(_answer_text(a, unit, choices))}</i>"
         with out:
-            hit, actual = _reveal(a, reveal)
-        _record(qid, a, hit, actual, about)
+            hit, actual, st = _reveal(qid, a, reveal, about, attempt)
+        _record(qid, a, hit, actual, st, about, attempt)
+        with out:
+            _try_again(qid, prompt, reveal, choices, unit, kind, about)
 
     button.on_click(on_click)
-    _display(W.VBox([question, row, W.HBox([button, status]), out]))
+    (show or _display)(W.VBox([question, row, W.HBox([button, status]), out]))
+
+
+def _locked(qid: str, prompt: str, first: dict[str, Any], reveal: Reveal, choices: list[str] | None,
+            unit: str | None, kind: str, about: dict[str, Any]) -> None:
+    """A question the journal already holds: the locked answer, its reveal again, and "Try again"."""
+    import ipywidgets as W
+
+    lead, _label = _KINDS[kind]
+    a = first.get("answer")
+    when = str(first.get("when", ""))[:16].replace("T", " ")
+    st = journal.status_of(first)
+    word = {"held": "held", "missed": "missed", "inconclusive": "inconclusive so far", "open": "no right or wrong"}[st]
+    out = W.Output()
+    _display(W.VBox([W.HTML(f"<b>{lead}</b> {html.escape(prompt)}"),
+                     W.HTML(f"<i>Locked: {html.escape(_answer_text(a, unit, choices))}</i> "
+                            f"<span style='color:#555'>(answered {html.escape(when)}; {word}. Your journal keeps "
+                            "this first answer.)</span>"), out]))
+    with out:
+        hit, actual, new_status = _reveal(qid, a, reveal, about)
+        if st == "inconclusive" and new_status != "inconclusive":  # graded now that a run is conclusive
+            _record(qid, a, hit, actual, new_status, about)
+        else:
+            _answer(qid, a)
+        _try_again(qid, prompt, reveal, choices, unit, kind, about)
+
+
+def _try_again(qid: str, prompt: str, reveal: Reveal, choices: list[str] | None, unit: str | None,
+               kind: str, about: dict[str, Any]) -> None:
+    """A button that asks the question once more, as a second attempt (the first answer stays counted)."""
+    import ipywidgets as W
+
+    button = W.Button(description="Try again", layout=W.Layout(width="max-content"),
+                      tooltip="Answer once more: recorded as another attempt; your first answer stays the one counted")
+    out = W.Output()
+
+    def on_click(_b: Any) -> None:
+        button.disabled = True
+        with out:
+            _interactive(qid, prompt, reveal, choices, unit, kind, about, attempt=True)
+
+    button.on_click(on_click)
+    _display(W.VBox([button, out]))
 
 
 def verdict(hit: bool | None, explanation: str, actual: Any = None) -> bool | None:
@@ -242,9 +362,10 @@ def verdict(hit: bool | None, explanation: str, actual: Any = None) -> bool | No
     class "most of you said X; the trace says Y". Without it the journal
     records the answer and the verdict only.
     """
-    global _actual
+    global _actual, _status
     if actual is not None:
         _actual = actual
+    _status = None if hit is None else ("held" if hit else "missed")
     if hit is None:
         head = "<b>Compare with your guess.</b>"
         color = "#555"
@@ -257,6 +378,64 @@ def verdict(hit: bool | None, explanation: str, actual: Any = None) -> bool | No
     _display(_html(f"<div style='border-left:4px solid {color};padding:4px 10px;margin:6px 0'>"
                    f"<span style='color:{color}'>{head}</span><br>{explanation}</div>"))
     return hit
+
+
+def inconclusive(explanation: str, actual: Any = None, *, recorded: str | None = None, rerun: bool = True) -> None:
+    """Say the measurement cannot grade the prediction: its spread is as wide as the effect asked about.
+
+    Not held, not missed: the journal counts it apart. ``recorded`` (HTML)
+    adds the reference GPU's figure; ``rerun`` offers to measure again
+    (a live measurement only: a recorded one gives the same samples).
+    """
+    global _actual, _status
+    if actual is not None:
+        _actual = actual
+    _status = "inconclusive"
+    _display(_html("<div style='border-left:4px solid #777;padding:4px 10px;margin:6px 0'>"
+                   "<span style='color:#555'><b>&#8776; Inconclusive here: the noise is as large as the effect."
+                   "</b></span><br>" + explanation
+                   + (f"<br>{recorded}" if recorded else "")
+                   + ("<br><i>Measure again below: your locked answer stays, and is graded once a run is "
+                      "conclusive.</i>" if rerun and _can_rerun() else "") + "</div>"))
+    if rerun and _can_rerun():
+        _rerun_button()
+
+
+def grade(g: Any, explanation: str, *, recorded: str | None = None, live: bool = True) -> bool | None:
+    """Show a reveal graded on a measurement (:class:`helpers.measure.Graded`): held, missed, or inconclusive.
+
+    ``explanation`` follows the grade's own sentence on the spread; ``live``
+    says whether measuring again could change it (False for recorded samples).
+    """
+    why = html.escape(g.why)
+    if not g.conclusive:
+        inconclusive(f"{why}. {explanation}", actual=g.actual, recorded=recorded, rerun=live)
+        return None
+    return verdict(g.hit, f"{explanation} <span style='color:#555'>(Measured: {why}.)</span>", actual=g.actual)
+
+
+def _can_rerun() -> bool:
+    return _context is not None and not headless() and _can_show_widgets()
+
+
+def _rerun_button() -> None:
+    """Measure again with the same locked answer; a conclusive run grades the first answer."""
+    import ipywidgets as W
+
+    qid, answer, reveal, about, attempt = _context  # type: ignore[misc]
+    button = W.Button(description="Measure again", layout=W.Layout(width="max-content"))
+    out = W.Output()
+
+    def on_click(_b: Any) -> None:
+        button.disabled = True
+        out.clear_output()
+        with out:
+            hit, actual, st = _reveal(qid, answer, reveal, about, attempt)
+        if st != "inconclusive":  # else the new reveal offers its own "Measure again"
+            _record(qid, answer, hit, actual, st, about, attempt)
+
+    button.on_click(on_click)
+    _display(W.VBox([button, out]))
 
 
 VERSUS_CHOICES = ["far less (under half)", "about the same (half to twice)", "far more (over twice)"]
@@ -300,7 +479,9 @@ def exercise(title: str, prompt: str, solution: Callable[[], None]) -> None:
     _display(_html(f"<div style='border:1px dashed #888;padding:6px 10px'><b>Exercise: {html.escape(title)}</b>"
                    f"<br>{prompt}</div>"))
     if headless() or not _can_show_widgets():
+        _mark(event="after", qid=f"exercise: {title}")  # behind a button for a learner: held back
         solution()
+        _mark(event="end", qid=f"exercise: {title}")
         return
     import ipywidgets as W
 
@@ -316,27 +497,50 @@ def exercise(title: str, prompt: str, solution: Callable[[], None]) -> None:
     _display(W.VBox([button, out]))
 
 
-def scoreboard() -> None:
-    """Hits and misses so far, from the journal, per notebook; then a button that exports the journal.
+_boards: list[Any] = []  # the scoreboards shown in this kernel: each redraws when an answer locks
 
-    The export (a name box and "Export my journal") writes a copy named with
-    the learner's name and the time into ``PROFILING_EXPORT`` or
+
+def _board_html() -> str:
+    rows = journal.scores()
+    if not rows:
+        return "<p>No predictions recorded yet: this updates as you lock answers in.</p>"
+    held = sum(r.hits for r in rows)
+    graded = sum(r.hits + r.misses for r in rows)
+    unsure = sum(r.inconclusive for r in rows)
+    body = "".join(f"<tr><td>{r.notebook}</td><td>{r.hits}</td><td>{r.misses}</td><td>{r.inconclusive}</td></tr>"
+                   for r in rows)
+    return (f"<p><b>Your predictions so far:</b> {held} of {graded} held"
+            + (f"; {unsure} inconclusive (a timing within its noise: graded neither way)" if unsure else "")
+            + f" (journal: <code>{html.escape(str(journal.path()))}</code>; your first answer to each question "
+            "counts)</p>"
+            "<table><tr><th>notebook</th><th>held</th><th>missed</th><th>inconclusive</th></tr>" + body + "</table>")
+
+
+def _refresh_boards() -> None:
+    for out in _boards:
+        out.clear_output()
+        with out:
+            _display(_html(_board_html()))
+
+
+def scoreboard() -> None:
+    """Held, missed and inconclusive first answers so far, per notebook; then a button that exports the journal.
+
+    It updates itself as answers lock (under Run All it is drawn before any
+    answer). The export (a name box and "Export my journal") writes a copy
+    named with the learner's name and the time into ``PROFILING_EXPORT`` or
     ``exported-journals/`` beside the notebooks, for the instructor's
     ``python -m helpers room``. Headless there is nobody to click: no button.
     """
-    rows = journal.scores()
-    if not rows:
-        _display(_html("<p>No predictions recorded yet.</p>"))
-        return
-    hits = sum(r.hits for r in rows)
-    total = sum(r.hits + r.misses for r in rows)
-    body = "".join(f"<tr><td>{r.notebook}</td><td>{r.hits}</td><td>{r.misses}</td></tr>" for r in rows)
-    _display(_html(f"<p><b>Your predictions so far:</b> {hits} of {total} held "
-                   f"(journal: <code>{html.escape(str(journal.path()))}</code>)</p>"
-                   f"<table><tr><th>notebook</th><th>held</th><th>missed</th></tr>{body}</table>"))
     if headless() or not _can_show_widgets():
+        _display(_html(_board_html()))
         return
     import ipywidgets as W
+
+    board = W.Output()
+    _boards.append(board)
+    with board:
+        _display(_html(_board_html()))
 
     name = W.Text(placeholder="your name", layout=W.Layout(width="14em"))
     button = W.Button(description="Export my journal", layout=W.Layout(width="max-content"))
@@ -357,5 +561,5 @@ def scoreboard() -> None:
                         "your latest.")
 
     button.on_click(on_click)
-    _display(W.VBox([W.HTML("<b>For the class discussion:</b> export your predictions for the instructor."),
+    _display(W.VBox([board, W.HTML("<b>For the class discussion:</b> export your predictions for the instructor."),
                      W.HBox([name, button]), status]))

@@ -90,10 +90,23 @@ def test_scores_per_notebook(journal_file):
     journal.record("01.a", "x", True)
     journal.record("01.b", "y", False)
     journal.record("02.a", "z", None)
-    journal.record("01.b", "y2", True)  # answering again replaces the old answer
+    journal.record("01.b", "y2", True)  # answering again changes nothing: the first answer stays
+    journal.record("02.b", 3, None, status="inconclusive")
     scores = {s.notebook: s for s in journal.scores()}
-    assert (scores["01"].hits, scores["01"].misses) == (2, 0)
-    assert scores["02"].open == 1
+    assert (scores["01"].hits, scores["01"].misses) == (1, 1)
+    assert journal.load()["01.b"]["answer"] == "y"
+    assert (scores["02"].open, scores["02"].inconclusive, scores["02"].hits) == (1, 1, 0)
+
+
+def test_an_inconclusive_grade_is_replaced_only_for_the_same_answer(journal_file):
+    journal.record("05.t", "a", None, status="inconclusive", actual="a")
+    journal.record("05.t", "b", True, actual="b")  # another answer: ignored
+    assert journal.load()["05.t"]["status"] == "inconclusive" and journal.load()["05.t"]["answer"] == "a"
+    journal.record("05.t", "a", False, actual="c")  # the same answer, graded on a conclusive rerun
+    e = journal.load()["05.t"]
+    assert (e["answer"], e["hit"], e["status"], e["actual"]) == ("a", False, "missed", "c")
+    journal.record("05.t", "a", True)  # once graded, it stays graded
+    assert journal.load()["05.t"]["hit"] is False
 
 
 def test_a_broken_journal_is_kept_and_reported(journal_file):
@@ -203,7 +216,7 @@ def test_the_scoreboard_exports_the_journal(journal_file, monkeypatch, tmp_path)
     journal.record("01.a", "x", True)
     widgets.scoreboard()
     table, box = shown
-    _intro, row, status = box.children
+    _board, _intro, row, status = box.children
     name, button = row.children
     button.click()  # no name yet: refused, nothing written
     assert "Type your name" in status.value and not out.exists()
@@ -222,3 +235,87 @@ def test_the_scoreboard_has_no_button_headless(journal_file, monkeypatch):
     widgets.scoreboard()
     (table,) = shown
     assert "1 of 1 held" in table.data
+
+
+def _click(box, choice):
+    """Pick ``choice`` in a question widget and lock it in."""
+    radio, row = box.children[1], box.children[2]
+    radio.value = choice
+    row.children[0].click()
+
+
+def test_a_locked_question_stays_locked_when_its_cell_runs_again(journal_file, monkeypatch):
+    shown = _interactive(monkeypatch)
+    seen = []
+    ask = lambda: widgets.ask("99.lock", "Which?", choices=["a", "b"], default="a",  # noqa: E731
+                              reveal=lambda a: seen.append(a) or widgets.verdict(a == "b", "because"))
+    ask()
+    _click(shown[0], "b")
+    assert journal.load()["99.lock"]["answer"] == "b" and seen == ["b"]
+    shown.clear()
+    ask()  # the cell again, as after a kernel restart: the locked answer and its reveal, no fresh choice
+    box = shown[0]
+    assert "Locked: b" in box.children[1].value and not any(
+        type(w).__name__ == "RadioButtons" for w in box.children)
+    assert seen == ["b", "b"]
+    # "Try again": a fresh widget whose answer is a second attempt; the first answer stays counted
+    again = next(x for x in shown if type(x).__name__ == "VBox" and x.children
+                 and getattr(x.children[0], "description", "") == "Try again")
+    again.children[0].click()
+    attempt = next(x for x in shown if type(x).__name__ == "VBox" and len(x.children) == 4
+                   and type(x.children[1]).__name__ == "RadioButtons")
+    _click(attempt, "a")
+    e = journal.load()["99.lock"]
+    assert e["answer"] == "b" and e["hit"] is True
+    assert [(t["answer"], t["hit"]) for t in e["attempts"]] == [("a", False)]
+    assert {s.notebook: s for s in journal.scores()}["99"].hits == 1
+
+
+def test_the_scoreboard_updates_as_answers_lock(journal_file, monkeypatch):
+    shown = _interactive(monkeypatch)
+    widgets._boards.clear()
+    widgets.scoreboard()  # Run All: drawn before any answer
+    assert "No predictions recorded yet" in shown[0].data
+    widgets.ask("99.sb", "Which?", choices=["a", "b"], default="a", reveal=lambda a: widgets.verdict(a == "a", ""))
+    box = next(x for x in shown if type(x).__name__ == "VBox" and len(x.children) == 4
+               and type(x.children[1]).__name__ == "RadioButtons")
+    n = len(shown)
+    _click(box, "a")
+    assert any("1 of 1 held" in getattr(x, "data", "") for x in shown[n:])  # the board redrew itself
+
+
+def test_an_inconclusive_reveal_is_counted_apart_and_regraded_on_a_rerun(journal_file, monkeypatch):
+    from helpers import measure
+
+    shown = _interactive(monkeypatch)
+    runs = iter([measure.Spread.of([1.1, 1.3, 1.15, 1.25, 1.2], "x"), measure.Spread.of([1.5] * 6, "x")])
+
+    def reveal(a):
+        g = measure.grade_choice(a, next(runs), [1.2], ["same", "more"])
+        return widgets.grade(g, "the ratio")
+
+    widgets.ask("99.noise", "Which?", choices=["same", "more"], default="same", reveal=reveal)
+    _click(shown[0], "more")
+    e = journal.load()["99.noise"]
+    assert e["status"] == "inconclusive" and e["hit"] is None
+    assert {s.notebook: s for s in journal.scores()}["99"].inconclusive == 1
+    again = next(x for x in shown if type(x).__name__ == "VBox" and x.children
+                 and getattr(x.children[0], "description", "") == "Measure again")
+    again.children[0].click()  # the second run is conclusive: the first answer is graded
+    e = journal.load()["99.noise"]
+    assert (e["answer"], e["status"], e["hit"]) == ("more", "held", True)
+
+
+def test_a_question_declares_its_facts_for_the_leak_check(journal_file, monkeypatch):
+    from helpers import spoilers
+
+    monkeypatch.setenv("PROFILING_HEADLESS", "1")
+    monkeypatch.setenv("PROFILING_LEAK_CHECK", "1")
+    raw = []
+    monkeypatch.setattr("IPython.display.display", lambda obj, raw=False: raw_list.append(obj) if raw else None)
+    raw_list = raw
+    widgets.ask("99.f", "How long?", unit="us", default=1, reveal=lambda a: widgets.verdict(True, ""),
+                decides=lambda: [spoilers.us(152.4), spoilers.name("cuLaunchKernelEx"), spoilers.name("mm")])
+    marks = [o[spoilers.MIME] for o in raw if spoilers.MIME in o]
+    assert [m["event"] for m in marks] == ["question", "reveal", "end"]
+    assert marks[0]["facts"] == [{"kind": "us", "value": 152.4}, {"kind": "name", "value": "cuLaunchKernelEx"}]

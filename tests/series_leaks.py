@@ -1,0 +1,80 @@
+"""A pytest plugin for the notebook run (``make test-notebooks``): no answer on screen before its question.
+
+nbval executes the series in order, headless, with ``PROFILING_LEAK_CHECK=1``:
+each question then marks itself, with the facts that decide it, in its
+cell's output (:mod:`helpers.widgets`). This plugin keeps every executed
+cell's outputs as nbval receives them and adds one last test item,
+``series-leaks``, which reads the series in order with the markdown cells
+and fails on any fact shown before its question (:func:`helpers.spoilers.find_leaks`).
+The series runs once: the check reads the outputs of that same run.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from helpers.spoilers import find_leaks
+
+_executed: dict[str, dict[int, list[dict]]] = {}  # notebook path -> cell index -> outputs
+_order: list[str] = []
+
+
+def _outputs(item) -> list[dict]:
+    """nbval's outputs for one cell as plain dicts (nbformat nodes are dicts too)."""
+    outs = []
+    for o in getattr(item, "test_outputs", None) or []:
+        d = dict(o)
+        if "data" in d:
+            d["data"] = dict(d["data"])
+        outs.append(d)
+    return outs
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    yield
+    cell = getattr(item, "cell", None)
+    if cell is None or not hasattr(item, "cell_num"):
+        return
+    path = str(item.parent.fspath)
+    if path not in _executed:
+        _executed[path] = {}
+        _order.append(path)
+    _executed[path][item.cell_num] = _outputs(item)
+
+
+class SeriesLeaks(pytest.Item):
+    """The series read in order: every question's facts must be absent from what comes before it."""
+
+    def runtest(self) -> None:
+        if not _order:
+            pytest.skip("no notebook ran in this session")
+        series = []
+        for path in _order:
+            nb = json.loads(Path(path).read_text())
+            code_i = 0
+            cells = []
+            for cell in nb["cells"]:
+                c = {"cell_type": cell["cell_type"], "source": cell.get("source", "")}
+                if cell["cell_type"] == "code":
+                    c["outputs"] = _executed[path].get(code_i, [])
+                    code_i += 1
+                cells.append(c)
+            series.append((Path(path).stem, cells))
+        leaks, checked = find_leaks(series)
+        if checked == 0:
+            pytest.fail("no question marked itself: run with PROFILING_HEADLESS=1 PROFILING_LEAK_CHECK=1")
+        if leaks:
+            raise AssertionError(f"{len(leaks)} answer(s) on screen before their question "
+                                 f"({checked} questions checked):\n" + "\n".join(x.text() for x in leaks))
+
+    def reportinfo(self):
+        return self.fspath, None, "series-leaks: no answer before its question"
+
+
+def pytest_collection_modifyitems(session, config, items):
+    if any(hasattr(i, "cell") for i in items):
+        items.append(SeriesLeaks.from_parent(session, name="series-leaks"))
