@@ -407,7 +407,7 @@ def grade(g: Any, explanation: str, *, recorded: str | None = None, live: bool =
     ``explanation`` follows the grade's own sentence on the spread; ``live``
     says whether measuring again could change it (False for recorded samples).
     """
-    why = html.escape(g.why)
+    why = html.escape(g.why[:1].upper() + g.why[1:])
     if not g.conclusive:
         inconclusive(f"{why}. {explanation}", actual=g.actual, recorded=recorded, rerun=live)
         return None
