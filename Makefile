@@ -43,7 +43,7 @@ test-unit: $(STAMP)
 test-notebooks: $(STAMP)
 	@mkdir -p .cache && rm -f .cache/journal-test.json
 	PROFILING_MODE=recorded PROFILING_HEADLESS=1 PROFILING_LEAK_CHECK=1 PROFILING_JOURNAL=$(CURDIR)/.cache/journal-test.json \
-	  PYTHONPATH=$(CURDIR)/tests $(PY) -m pytest -q -p no:cacheprovider -p series_leaks --nbval-lax --nbval-current-env \
+	  PYTHONPATH=$(CURDIR)/tests:$(CURDIR) $(PY) -m pytest -q -p no:cacheprovider -p series_leaks --nbval-lax --nbval-current-env \
 	  --nbval-sanitize-with notebooks/sanitize.cfg $(or $(NOTEBOOKS),notebooks)
 
 # The widgets in a real browser: JupyterLab + headless Chromium (Debian's chromium, driven by Playwright).
