@@ -91,10 +91,36 @@ def perfetto(path: str | Path, title: str | None = None) -> None:
     _display_html(_perfetto.button_html(path, title))
 
 
+def figure_text(fig) -> str:
+    """Every word on a figure (titles, axis labels, tick labels, legends, annotations), in reading order.
+
+    Shown as the figure's plain-text form: what a screen reader or a text-only
+    front end gets, and what the series' leak check reads.
+    """
+    import matplotlib.text as mtext
+
+    parts = []
+    if getattr(fig, "_suptitle", None) is not None:
+        parts.append(fig._suptitle.get_text())
+    for ax in fig.axes:
+        texts = [ax.title.get_text(), ax.get_xlabel(), ax.get_ylabel()]
+        texts += [t.get_text() for t in ax.get_xticklabels() + ax.get_yticklabels()]
+        legend = ax.get_legend()
+        if legend is not None:
+            texts += [t.get_text() for t in legend.get_texts()]
+        texts += [c.get_text() for c in ax.get_children() if isinstance(c, mtext.Text) and c.get_text()]
+        parts += [t for t in texts if t and t.strip()]
+    return "Figure: " + "; ".join(dict.fromkeys(" ".join(p.split()) for p in parts))
+
+
 def display_figure(fig) -> None:
-    """Show a matplotlib figure once (and close it, so it is not drawn a second time)."""
+    """Show a matplotlib figure once (and close it, so it is not drawn a second time), with its words as text."""
+    import io
+
     from IPython.display import display
     import matplotlib.pyplot as plt
 
-    display(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=fig.dpi, bbox_inches="tight")
+    display({"image/png": buf.getvalue(), "text/plain": figure_text(fig)}, raw=True)
     plt.close(fig)
