@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from .journal import FORMAT, META
+from .journal import FORMAT, META, status_of
 
 MAX_BYTES = 2_000_000  # a journal of every question in the series is ~40 KB: anything far larger is a trace
 BAR = 24  # the longest text bar, in characters
@@ -215,6 +215,7 @@ class Answer:
     hit: bool | None
     actual: Any  # what this learner's trace showed, None when the journal does not say
     gpu: str | None
+    status: str = "open"  # held, missed, inconclusive (a timing within its noise) or open
 
 
 @dataclass
@@ -264,9 +265,21 @@ class Question:
         return f" {self.unit}" if self.unit else ""
 
     def held(self) -> tuple[int, int]:
-        """Predictions that held, and predictions with a right or wrong at all."""
-        judged = [a.hit for a in self.answers if a.hit is not None]
+        """Predictions that held, and predictions graded right or wrong (inconclusive and open ones are not)."""
+        judged = [a.hit for a in self.answers if a.hit is not None and a.status != "inconclusive"]
         return sum(1 for h in judged if h is True), len(judged)
+
+    def inconclusive(self) -> int:
+        """Answers whose measurement was within its noise on the learner's machine: counted apart."""
+        return sum(1 for a in self.answers if a.status == "inconclusive")
+
+    def held_text(self) -> str:
+        hits, judged = self.held()
+        text = (f"held: {hits} of {judged} ({100 * hits / judged:.0f}%)" if judged else
+                "no right or wrong (a hypothesis to discuss)" if not self.inconclusive() else "none graded")
+        n = self.inconclusive()
+        return text + (f"; inconclusive on {n} machine{'s' if n != 1 else ''} (the noise as large as the effect)"
+                       if n else "")
 
     def traces(self) -> list[tuple[Any, int, list[str]]]:
         """What the traces showed: each distinct answer, in how many journals, on which GPUs; most frequent first."""
@@ -427,7 +440,7 @@ def questions(g: Gathered, only: list[str] | None = None) -> list[Question]:
             qid, _text(about.get("prompt")), [str(c) for c in choices] if isinstance(choices, list) else None,
             _text(about.get("unit")), _text(about.get("kind")),
             [Answer(j.learner, e.get("answer"), e.get("hit") if isinstance(e.get("hit"), bool) else None,
-                    e.get("actual"), e.get("gpu")) for j, e in entries]))
+                    e.get("actual"), e.get("gpu"), status_of(e)) for j, e in entries]))
     return out
 
 
@@ -448,10 +461,7 @@ def text(g: Gathered, qs: list[Question]) -> str:
         lines += ["", "Worth knowing:"] + [f"  {x}" for x in g.notes]
     for q in qs:
         lines += ["", f"{q.qid}  {q.prompt or '(no prompt: older journals only)'}"]
-        hits, judged = q.held()
-        held = (f"held: {hits} of {judged} ({100 * hits / judged:.0f}%)" if judged else
-                "no right or wrong (a hypothesis to discuss)")
-        lines.append(f"  answered by {len(q.answers)}; {held}")
+        lines.append(f"  answered by {len(q.answers)}; {q.held_text()}")
         rows = q.rows()
         most = max((r.count for r in rows), default=0)
         for r in rows:
@@ -538,9 +548,8 @@ def page(g: Gathered, qs: list[Question], title: str = "How the room predicted")
             parts.append(f"<details><summary class='note'>{heading}: {len(items)}</summary><ul class='note'>"
                          + "".join(f"<li>{e(x)}</li>" for x in items) + "</ul></details>")
     for q, chart in zip(qs, charts):
-        hits, judged = q.held()
-        held = (f"Held: {hits} of {judged} ({100 * hits / judged:.0f}%)." if judged else
-                "No right or wrong: a hypothesis to discuss.")
+        held = q.held_text()
+        held = held[:1].upper() + held[1:] + "."
         rows = q.rows()
         total = max(len(q.answers), 1)
         body = "".join(f"<tr{' class=trace' if r.traces else ''}><td>{e(r.label)}{e(q._unit) if q.numeric else ''}"
