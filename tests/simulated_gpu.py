@@ -285,14 +285,18 @@ def _log_questions(log: Path) -> None:
     """Every question asked, with its text, its choices and the verdicts its reveal gave, one JSON line each."""
     from helpers import widgets
 
-    ask, verdict = widgets.ask, widgets.verdict
+    ask, verdict, inconclusive = widgets.ask, widgets.verdict, widgets.inconclusive
     given: list[list[Any]] = []
 
     def logged_verdict(hit, explanation, actual=None):
         given.append([hit, explanation])
         return verdict(hit, explanation, actual=actual)
 
-    def logged_ask(qid, prompt, *, reveal, default, choices=None, unit=None, kind="predict"):
+    def logged_inconclusive(explanation, actual=None, **kw):
+        given.append(["inconclusive", explanation])
+        return inconclusive(explanation, actual=actual, **kw)
+
+    def logged_ask(qid, prompt, *, reveal, default, choices=None, unit=None, kind="predict", **kw):
         given.clear()
         returned: list[Any] = []
 
@@ -301,7 +305,7 @@ def _log_questions(log: Path) -> None:
             return returned[-1]
 
         try:
-            ask(qid, prompt, reveal=kept, default=default, choices=choices, unit=unit, kind=kind)
+            ask(qid, prompt, reveal=kept, default=default, choices=choices, unit=unit, kind=kind, **kw)
         finally:
             entry = {"qid": qid, "prompt": prompt, "choices": choices, "default": default, "unit": unit,
                      "kind": kind, "hit": returned[-1] if returned else None, "revealed": bool(returned),
@@ -310,7 +314,29 @@ def _log_questions(log: Path) -> None:
                 f.write(json.dumps(entry, default=str) + "\n")
 
     widgets.verdict = logged_verdict  # the module's globals: versus() and ask() inside widgets use these too
+    widgets.inconclusive = logged_inconclusive
     widgets.ask = logged_ask
+
+
+def _measurements_from_reference(gpu: SimulatedGPU) -> None:
+    """Timings compared in turn and the idle-GPU experiment come from the reference set: there is no GPU to time.
+
+    Their source says so: the figures are the reference GPU's, not the simulated one's.
+    """
+    from helpers import comparisons, idle_gpu
+    from helpers.reference import reference_set
+
+    measure = comparisons.measure
+
+    def served(name, *, on="auto"):
+        return measure(name, on="cpu") if on == "cpu" else comparisons.recorded(name)
+
+    def idle():
+        ref = reference_set()
+        return json.loads((ref.path / "idle_gpu.json").read_text()), f"measured on {ref.describe()} (simulated {gpu.name})"
+
+    comparisons.measure = served
+    idle_gpu.measure = idle
 
 
 def install(spec: dict[str, Any]) -> None:
@@ -330,6 +356,7 @@ def install(spec: dict[str, Any]) -> None:
         _redirect_cuda_to_cpu(torch)
         _profiler_without_cuda(torch)
         _serve_from_reference(gpu, runner)
+        _measurements_from_reference(gpu)
     mode.environment.cache_clear()
     e = mode.environment()
     want = "live" if spec["gpu"] is not None else "recorded"

@@ -40,10 +40,9 @@ OPEN_BY_DESIGN = {
     "08.why-copy": "a bet on an explanation; 08.bias1d's reveal says which one survives",
 }
 
-#: questions answered from CPU timings of a few microseconds: on a loaded machine (two kernels on two cores, as
-#: here) the unprofiled time can come out longer than the profiled one, and the reveal then says the measurement
-#: moved and asks for a rerun instead of giving a verdict. Allowed only with that sentence, which is checked.
-NOISY_CPU_TIMING = {"01.why-cost": "Nothing survives or falls on these numbers: run the cell again."}
+#: A timing question may be graded "inconclusive here" (its spread as wide as the effect, on a loaded machine:
+#: two kernels on two cores, as here): that is an answer, counted apart in the journal (status "inconclusive"),
+#: and only when the reveal said so through widgets.inconclusive (checked in the harness's log).
 
 # What makes a notebook's code depend on the GPU it runs on: each pattern is a value that differs between
 # a T4, an L4 and an A100 (or between live and recorded).
@@ -115,8 +114,9 @@ def problems(run: NotebookRun, gpu: sim.SimulatedGPU) -> list[str]:
     logged = {q["qid"]: q for q in run.questions}
     for qid, entry in run.journal.items():  # (b)
         if entry.get("hit") is None and qid not in OPEN_BY_DESIGN:
-            why = "; ".join(v[1] for v in logged.get(qid, {}).get("verdicts", []) if v[0] is None)
-            if qid in NOISY_CPU_TIMING and NOISY_CPU_TIMING[qid] in why:
+            why = "; ".join(v[1] for v in logged.get(qid, {}).get("verdicts", []) if v[0] in (None, "inconclusive"))
+            if entry.get("status") == "inconclusive" and any(
+                    v[0] == "inconclusive" for v in logged.get(qid, {}).get("verdicts", [])):
                 continue
             found.append(f"(b) {qid} got no verdict on the {gpu.key}: {why[:300] or 'its reveal returned None'}")
     missing = sorted(set(run.journal) - set(logged))
