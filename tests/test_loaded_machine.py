@@ -1,0 +1,89 @@
+"""The CPU timing questions on a machine whose cores are busy with other work: graded outside the noise, or not.
+
+A learner's laptop runs other programs; a shared hub runs other learners. The
+timing cells of the CPU lessons run here while two busy processes hog the
+cores (this machine has two), and each timing question's reveal must
+
+* grade through :mod:`helpers.measure` (a grade computed from a spread, never one sample), and record in the
+  journal exactly the status that grade gave: held or missed only when the spread's quartiles fall in one
+  choice (checked here independently of the grading code), else inconclusive;
+* print no absurd profiler-cost ratio (a profiled call 1,600 times its unprofiled self, or faster than it
+  by half: what one sample per side gave on a loaded laptop before).
+
+It takes seconds: small calls, the CPU runs only.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from helpers import journal, measure, widgets
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+
+@pytest.fixture
+def busy_cores():
+    """Two processes that spin for as long as the test runs."""
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        yield
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+
+
+@pytest.fixture
+def graded(monkeypatch, tmp_path):
+    """Every grade the reveals ask for, and every HTML they show, with a journal of their own."""
+    monkeypatch.setenv("PROFILING_HEADLESS", "1")
+    monkeypatch.setenv("PROFILING_JOURNAL", str(tmp_path / "journal.json"))
+    grades: list[tuple[str, object, list, list, measure.Graded]] = []
+    shown: list[str] = []
+    real = measure.grade_choice
+
+    def grade_choice(answer, spread, edges, choices, **kw):
+        g = real(answer, spread, edges, choices, **kw)
+        grades.append(("choice", spread, list(edges), list(choices), g))
+        return g
+
+    monkeypatch.setattr(measure, "grade_choice", grade_choice)
+    monkeypatch.setattr(widgets, "_display", lambda obj: shown.append(getattr(obj, "data", str(obj))))
+    monkeypatch.setattr("helpers.show._display_html", lambda text: shown.append(text), raising=False)
+    monkeypatch.setattr("helpers.show.display_figure", lambda fig: None)
+    return grades, shown
+
+
+def check(qid: str, grades, shown) -> None:
+    """The journal's verdict for ``qid`` is the grade of a spread, and the grade is right about that spread."""
+    entry = journal.load()[qid]
+    assert grades, f"{qid}: graded without helpers.measure (a single sample?)"
+    kind, spread, edges, choices, g = grades[-1]
+    assert entry["status"] == g.status, (qid, entry, g)
+    lo, hi = spread.quartiles
+    one_choice = measure.bucket(lo, edges, choices) == measure.bucket(hi, edges, choices)
+    if g.status in ("held", "missed"):
+        assert spread.n >= measure.MIN_SAMPLES and one_choice, f"{qid}: graded inside its noise: {g.why}"
+    else:
+        assert not one_choice or spread.n < measure.MIN_SAMPLES, f"{qid}: called inconclusive on a clear spread"
+    text = " ".join(shown)
+    for r in re.findall(r"(\d[\d,]*\.?\d*)x\b", re.sub(r"<[^>]+>", "", text)):
+        assert 0.5 <= float(r.replace(",", "")) <= 50, f"{qid}: an absurd ratio {r}x in its reveal"
+
+
+def test_00_observer_on_busy_cores(busy_cores, graded, h200, monkeypatch):
+    monkeypatch.setenv("PROFILING_MODE", "recorded")
+    from helpers.lessons import n00_before_we_start as lesson
+    from helpers.profiling import Schedule, profile
+    from helpers.workload import matmul_add
+
+    grades, shown = graded
+    tiny = profile(matmul_add(64), warm=True, on="cpu", schedule=Schedule(1, 1, 10))
+    gpu_tiny = profile(matmul_add(64), warm=True)  # the recorded H200 run: its ratio is shown, not graded
+    lesson.observer(tiny, gpu_tiny)
+    check("00.observer", grades, shown)
