@@ -2,8 +2,10 @@
 
 One entry per question: what was predicted, whether it held, when. The end
 of each notebook reads it back to show hits and misses so far. The file is
-``.predictions.json`` in the folder the notebooks run from, or wherever
-``PROFILING_JOURNAL`` points (CI points it at a scratch file).
+``.predictions.json`` in the series' ``notebooks/`` folder (wherever the
+kernel was started), or wherever ``PROFILING_JOURNAL`` points (CI points it
+at a scratch file). Files are written with the umask's modes, so that a class
+folder on a shared machine can be read by the instructor.
 
 The file is one JSON object, ``{qid: entry}``. An entry of format 2
 (:data:`FORMAT`) holds::
@@ -66,9 +68,22 @@ class _Unusable(OSError):
     """The journal exists but cannot be read or moved aside: writing would lose it."""
 
 
+def series_folder() -> Path:
+    """The folder the notebooks live in (``notebooks/`` of this clone), wherever the kernel was started.
+
+    A kernel started at the repository's root (VS Code's default) or anywhere else writes to the same journal
+    and exports as one started beside the notebooks; without a ``notebooks/`` folder (the helpers installed
+    on their own), the working directory.
+    """
+    from . import ROOT
+
+    nb = ROOT / "notebooks"
+    return nb if nb.is_dir() else Path.cwd()
+
+
 def path() -> Path:
     env = os.environ.get(JOURNAL_VAR)
-    return Path(env) if env else Path.cwd() / ".predictions.json"
+    return Path(env) if env else series_folder() / ".predictions.json"
 
 
 def _set_aside(p: Path, problem: str) -> None:
@@ -139,11 +154,27 @@ def plain(value: Any) -> Any:
     return str(value)
 
 
+def _umask() -> int:
+    """This process's umask, read without changing it where the system says it (Linux), else set and put back."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def _write(p: Path, data: dict[str, Any]) -> None:
     """Write beside and rename, so that a crash never leaves half a journal."""
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".predictions-", suffix=".tmp")
     try:
+        # mkstemp makes the file -rw------- whatever the umask; a class folder on a shared hub needs the
+        # umask's modes (an instructor reads the exports), as any other file the learner writes would get.
+        os.chmod(tmp, 0o666 & ~_umask())
         with os.fdopen(fd, "w") as f:
             json.dump(data, f, indent=1, default=str)
         os.replace(tmp, p)
@@ -251,7 +282,7 @@ def _save(p: Path, data: dict[str, Any]) -> bool:
 def export_folder() -> Path:
     """Where exported copies go: ``PROFILING_EXPORT``, or ``exported-journals/`` beside the notebooks."""
     env = os.environ.get(EXPORT_VAR)
-    return Path(env) if env else Path.cwd() / "exported-journals"
+    return Path(env) if env else series_folder() / "exported-journals"
 
 
 def safe_name(learner: str) -> str:

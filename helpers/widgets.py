@@ -85,6 +85,26 @@ def _facts(decides: Any) -> list[dict[str, Any]]:
     return [{"kind": f.kind, "value": f.value} for f in clean(found)]
 
 
+#: what a front end without Jupyter widgets shows instead of a question (ipywidgets cuts it at 110 characters)
+NO_WIDGETS = "[Widget not shown: this Jupyter lacks the widgets front end. Run pip install ipywidgets where Jupyter runs]"
+_BOX: Any = None
+
+
+def _box(children: list) -> Any:
+    """A VBox whose plain-text form (what a front end without the widgets extension shows) says what is wrong
+    and the one command that fixes it, instead of ``VBox(children=(HTML(value='<b>Predict:</b> ...``."""
+    global _BOX
+    if _BOX is None:
+        import ipywidgets as W
+
+        class SeriesBox(W.VBox):
+            def __repr__(self) -> str:
+                return NO_WIDGETS
+
+        _BOX = SeriesBox
+    return _BOX(children)
+
+
 def _can_show_widgets() -> bool:
     try:
         from IPython import get_ipython
@@ -124,19 +144,24 @@ _KINDS = {"predict": ("Predict:", "Lock in my prediction"), "task": ("Find in Pe
 
 
 def ask(qid: str, prompt: str, *, reveal: Reveal, default: Any, choices: list[str] | None = None,
-        unit: str | None = None, kind: str = "predict", decides: "Callable[[], Iterable[Any]] | None" = None) -> None:
+        unit: str | None = None, kind: str = "predict", decides: "Callable[[], Iterable[Any]] | None" = None,
+        where: str | None = None) -> None:
     """Ask one prediction (or a Perfetto task, ``kind="task"``), then reveal.
 
     ``qid`` is ``"<notebook>.<name>"`` (``"02.gpu-share"``); ``choices`` makes
     it multiple choice, otherwise the learner types a number in ``unit``.
     ``default`` is the answer a headless run gives. ``decides`` returns the
     facts the reveal rests on (:mod:`helpers.spoilers`: values with units,
-    names), which must appear nowhere before the question.
+    names), which must appear nowhere before the question. ``where="cpu"``
+    says the reveal reads a measurement of this machine's CPU, not a GPU
+    trace: the journal (and the room) then name this CPU as its source.
     """
     if choices is not None and default not in choices:
         raise ValueError(f"{qid}: the default answer {default!r} is not one of the choices")
     lead, _button = _KINDS[kind]
     about = {"prompt": prompt, "choices": choices, "unit": unit if choices is None else None, "kind": kind}
+    if where == "cpu":
+        about["gpu"] = _cpu_source()
     if headless() or not _can_show_widgets():
         if _leak_check():
             _mark(event="question", qid=qid, prompt=prompt, choices=choices, facts=_facts(decides))
@@ -183,6 +208,14 @@ _status: str | None = None  # set by grade()/inconclusive() while a reveal runs
 _context: tuple | None = None  # (qid, answer, reveal, about, attempt) of the reveal now running
 
 
+def _cpu_source() -> str:
+    """Where a CPU measurement was taken, for the journal: this machine's processor, live."""
+    import platform
+
+    cpu = platform.processor() or platform.machine() or "CPU"
+    return f"this CPU ({cpu}, live)"
+
+
 def _reveal(qid: str, answer: Any, reveal: Reveal, about: dict | None = None,
             attempt: bool = False) -> tuple[bool | None, Any, str | None]:
     """Call the reveal; returns its verdict, what the trace showed (None when it did not say) and its status."""
@@ -201,7 +234,7 @@ def _record(qid: str, answer: Any, hit: bool | None, actual: Any, status: str | 
     if attempt:
         journal.attempt(qid, answer, hit, actual=actual, status=status)
     else:
-        journal.record(qid, answer, hit, actual=actual, gpu=_trace_source(), status=status, **about)
+        journal.record(qid, answer, hit, actual=actual, status=status, **{"gpu": _trace_source(), **about})
     _answer(qid, answer)
     _refresh_boards()
 
@@ -240,7 +273,7 @@ def after(qid: str, show: Callable[[], None]) -> None:
         _display(_html(f"<p style='color:#555'><i>This appears once you lock in your prediction for "
                        f"<code>{html.escape(qid)}</code> above.</i></p>"))
     _waiting.setdefault(qid, []).append((out, show))
-    _display(out)
+    _display(_box([out]))
 
 
 def _field(W: Any, choices: list[str] | None, unit: str | None, kind: str) -> tuple[Any, Any]:
@@ -302,7 +335,7 @@ def _interactive(qid: str, prompt: str, reveal: Reveal, choices: list[str] | Non
             _try_again(qid, prompt, reveal, choices, unit, kind, about)
 
     button.on_click(on_click)
-    (show or _display)(W.VBox([question, row, W.HBox([button, status]), out]))
+    (show or _display)(_box([question, row, W.HBox([button, status]), out]))
 
 
 def _locked(qid: str, prompt: str, first: dict[str, Any], reveal: Reveal, choices: list[str] | None,
@@ -316,7 +349,7 @@ def _locked(qid: str, prompt: str, first: dict[str, Any], reveal: Reveal, choice
     st = journal.status_of(first)
     word = {"held": "held", "missed": "missed", "inconclusive": "inconclusive so far", "open": "no right or wrong"}[st]
     out = W.Output()
-    _display(W.VBox([W.HTML(f"<b>{lead}</b> {html.escape(prompt)}"),
+    _display(_box([W.HTML(f"<b>{lead}</b> {html.escape(prompt)}"),
                      W.HTML(f"<i>Locked: {html.escape(_answer_text(a, unit, choices))}</i> "
                             f"<span style='color:#555'>(answered {html.escape(when)}; {word}. Your journal keeps "
                             "this first answer.)</span>"), out]))
@@ -344,7 +377,7 @@ def _try_again(qid: str, prompt: str, reveal: Reveal, choices: list[str] | None,
             _interactive(qid, prompt, reveal, choices, unit, kind, about, attempt=True)
 
     button.on_click(on_click)
-    _display(W.VBox([button, out]))
+    _display(_box([button, out]))
 
 
 def verdict(hit: bool | None, explanation: str, actual: Any = None) -> bool | None:
@@ -435,7 +468,7 @@ def _rerun_button() -> None:
             _record(qid, answer, hit, actual, st, about, attempt)
 
     button.on_click(on_click)
-    _display(W.VBox([button, out]))
+    _display(_box([button, out]))
 
 
 VERSUS_CHOICES = ["far less (under half)", "about the same (half to twice)", "far more (over twice)"]
@@ -494,7 +527,7 @@ def exercise(title: str, prompt: str, solution: Callable[[], None]) -> None:
             solution()
 
     button.on_click(on_click)
-    _display(W.VBox([button, out]))
+    _display(_box([button, out]))
 
 
 _boards: list[Any] = []  # the scoreboards shown in this kernel: each redraws when an answer locks
@@ -561,5 +594,5 @@ def scoreboard() -> None:
                         "your latest.")
 
     button.on_click(on_click)
-    _display(W.VBox([board, W.HTML("<b>For the class discussion:</b> export your predictions for the instructor."),
+    _display(_box([board, W.HTML("<b>For the class discussion:</b> export your predictions for the instructor."),
                      W.HBox([name, button]), status]))

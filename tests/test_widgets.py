@@ -259,10 +259,10 @@ def test_a_locked_question_stays_locked_when_its_cell_runs_again(journal_file, m
         type(w).__name__ == "RadioButtons" for w in box.children)
     assert seen == ["b", "b"]
     # "Try again": a fresh widget whose answer is a second attempt; the first answer stays counted
-    again = next(x for x in shown if type(x).__name__ == "VBox" and x.children
+    again = next(x for x in shown if isinstance(x, __import__("ipywidgets").VBox) and x.children
                  and getattr(x.children[0], "description", "") == "Try again")
     again.children[0].click()
-    attempt = next(x for x in shown if type(x).__name__ == "VBox" and len(x.children) == 4
+    attempt = next(x for x in shown if isinstance(x, __import__("ipywidgets").VBox) and len(x.children) == 4
                    and type(x.children[1]).__name__ == "RadioButtons")
     _click(attempt, "a")
     e = journal.load()["99.lock"]
@@ -277,7 +277,7 @@ def test_the_scoreboard_updates_as_answers_lock(journal_file, monkeypatch):
     widgets.scoreboard()  # Run All: drawn before any answer
     assert "No predictions recorded yet" in shown[0].data
     widgets.ask("99.sb", "Which?", choices=["a", "b"], default="a", reveal=lambda a: widgets.verdict(a == "a", ""))
-    box = next(x for x in shown if type(x).__name__ == "VBox" and len(x.children) == 4
+    box = next(x for x in shown if isinstance(x, __import__("ipywidgets").VBox) and len(x.children) == 4
                and type(x.children[1]).__name__ == "RadioButtons")
     n = len(shown)
     _click(box, "a")
@@ -299,7 +299,7 @@ def test_an_inconclusive_reveal_is_counted_apart_and_regraded_on_a_rerun(journal
     e = journal.load()["99.noise"]
     assert e["status"] == "inconclusive" and e["hit"] is None
     assert {s.notebook: s for s in journal.scores()}["99"].inconclusive == 1
-    again = next(x for x in shown if type(x).__name__ == "VBox" and x.children
+    again = next(x for x in shown if isinstance(x, __import__("ipywidgets").VBox) and x.children
                  and getattr(x.children[0], "description", "") == "Measure again")
     again.children[0].click()  # the second run is conclusive: the first answer is graded
     e = journal.load()["99.noise"]
@@ -319,3 +319,56 @@ def test_a_question_declares_its_facts_for_the_leak_check(journal_file, monkeypa
     marks = [o[spoilers.MIME] for o in raw if spoilers.MIME in o]
     assert [m["event"] for m in marks] == ["question", "reveal", "end"]
     assert marks[0]["facts"] == [{"kind": "us", "value": 152.4}, {"kind": "name", "value": "cuLaunchKernelEx"}]
+
+
+def test_without_the_widgets_front_end_every_widget_says_what_to_do(journal_file, monkeypatch):
+    """A JupyterLab without the ipywidgets extension shows a widget's plain text: it must say what is wrong."""
+    shown = _interactive(monkeypatch)
+    widgets.ask("99.plain", "Which?", choices=["a", "b"], default="a", reveal=lambda a: True)
+    widgets.after("99.plain", lambda: None)
+    widgets.exercise("x", "do it", lambda: None)
+    widgets.scoreboard()
+    boxes = [x for x in shown if isinstance(x, __import__("ipywidgets").Widget)]
+    assert len(boxes) >= 4
+    for box in boxes:
+        text = box._repr_mimebundle_()["text/plain"] if hasattr(box, "_repr_mimebundle_") else repr(box)
+        assert text == widgets.NO_WIDGETS and "pip install ipywidgets" in text and len(text) <= 110
+
+
+@pytest.mark.parametrize("mask,mode", [(0o022, 0o644), (0o002, 0o664)])
+def test_the_journal_and_exports_honour_the_umask(tmp_path, mask, mode):
+    """On a shared hub the instructor reads the class's exports: files get the umask's modes, not -rw-------."""
+    import subprocess
+    import sys
+
+    code = ("import os, sys; os.umask(int(sys.argv[1], 8)); from helpers import journal; "
+            "journal.record('01.a', 'x', True); print(journal.export('Ada'))")
+    env = {**__import__("os").environ, "PROFILING_JOURNAL": str(tmp_path / "j.json"),
+           "PROFILING_EXPORT": str(tmp_path / "class")}
+    out = subprocess.run([sys.executable, "-c", code, oct(mask)[2:]], capture_output=True, text=True, env=env,
+                         check=True).stdout.strip()
+    assert (tmp_path / "j.json").stat().st_mode & 0o777 == mode
+    assert __import__("pathlib").Path(out).stat().st_mode & 0o777 == mode
+
+
+def test_the_journal_is_found_from_the_series_folder_wherever_the_kernel_starts(tmp_path):
+    """A kernel started at the repository's root (VS Code) or elsewhere uses the notebooks' journal and exports."""
+    import os
+    import subprocess
+    import sys
+
+    from helpers import ROOT
+
+    env = {k: v for k, v in os.environ.items() if k not in ("PROFILING_JOURNAL", "PROFILING_EXPORT")}
+    env["PYTHONPATH"] = str(ROOT)
+    code = "from helpers import journal; print(journal.path()); print(journal.export_folder())"
+    seen = {subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, env=env,
+                           check=True).stdout for cwd in (ROOT, ROOT / "notebooks", tmp_path)}
+    assert seen == {f"{ROOT / 'notebooks' / '.predictions.json'}\n{ROOT / 'notebooks' / 'exported-journals'}\n"}
+
+
+def test_a_cpu_measurement_is_not_labelled_with_the_reference_gpu(journal_file, monkeypatch):
+    """The room names where each figure was measured: a multiply timed on this CPU is not "NVIDIA H200 (recorded)"."""
+    monkeypatch.setenv("PROFILING_HEADLESS", "1")
+    widgets.ask("99.cpu", "How long?", unit="ms", default=1, reveal=lambda a: widgets.verdict(True, ""), where="cpu")
+    assert journal.load()["99.cpu"]["gpu"].startswith("this CPU (") and "live" in journal.load()["99.cpu"]["gpu"]

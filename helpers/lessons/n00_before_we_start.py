@@ -35,7 +35,7 @@ def cpu_matmul(cpu) -> None:
             + _shared.where_measured(cpu), live=True)
 
     widgets.ask("00.cpu-matmul", "How long does one 1024 x 1024 float32 matrix multiply take on one core of this CPU?",
-                unit="ms", default=10, reveal=reveal,
+                unit="ms", default=10, reveal=reveal, where="cpu",
                 decides=lambda: [spoilers.value(round(mm.median / 1e3, 2), "ms"), spoilers.us(mm.median)])
 
 
@@ -66,7 +66,7 @@ def observer(tiny, gpu_tiny) -> None:
             "an unprofiled measurement.", live=True)
 
     widgets.ask("00.observer", "How much longer does one profiled call take than the same call unprofiled, on this CPU?",
-                choices=OBSERVER_CHOICES, default=OBSERVER_CHOICES[0], reveal=reveal,
+                choices=OBSERVER_CHOICES, default=OBSERVER_CHOICES[0], reveal=reveal, where="cpu",
                 decides=lambda: _shared.facts_of(ratio, tiny.cpu_per_call, tiny.timing.host))
 
 
