@@ -22,6 +22,9 @@ def banner(traces: str | None = None) -> _mode.Environment:
 
     ``traces``: where the notebook's traces come from, live, when not all are recorded now on this GPU.
     """
+    from . import kernel_hints
+
+    kernel_hints.install()  # later cells run out of order say so (make lab installs it before any cell, too)
     e = _mode.environment()
     color = "#1a7f37" if e.live else "#8250df"
     note = dtype_note("cuda", e.capability) if e.live else None

@@ -1,0 +1,34 @@
+"""A cell run before the cells it needs (after a kernel restart) says what to do, in a real kernel."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import kernel_hints
+
+
+def test_the_hint_names_what_is_missing_and_what_to_do():
+    text = kernel_hints.hint(NameError("name 'widgets' is not defined"))
+    assert "`widgets`" in text and "Run > Run All Above" in text
+    assert kernel_hints.hint(ZeroDivisionError()) is None
+
+
+def test_a_fresh_kernel_of_the_environment_says_it_before_any_cell_ran(tmp_path, monkeypatch):
+    """What `make lab` writes into the environment, read by a kernel as it starts (here from IPYTHONDIR)."""
+    nbformat = pytest.importorskip("nbformat")
+    from nbclient import NotebookClient
+
+    from helpers import ROOT
+
+    profile = tmp_path / "ipython" / "profile_default"
+    profile.mkdir(parents=True)
+    (profile / "ipython_kernel_config.py").write_text(kernel_hints.KERNEL_CONFIG)
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("lesson.observer(tiny, gpu_tiny)"),
+                                         nbformat.v4.new_code_cell("1 / 0")])
+    NotebookClient(nb, kernel_name="python3", allow_errors=True, timeout=120).execute()
+    first, second = (c.outputs for c in nb.cells)
+    assert [o.output_type for o in first] == ["stream", "error"] and first[1].ename == "NameError"
+    assert "`lesson`" in first[0].text and "Run All Above" in first[0].text
+    assert [o.output_type for o in second] == ["error"]  # other errors are left as they are
