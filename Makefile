@@ -19,12 +19,12 @@ $(STAMP): pyproject.toml
 	@$(PY) -m pip install -q --disable-pip-version-check --upgrade pip 2>&1 | grep -v 'is ignored' || true
 	@$(PY) -c "import torch" 2>/dev/null || { echo "installing $(TORCH)"; \
 	  $(PY) -m pip install -q --disable-pip-version-check "$(TORCH)" 2>&1 | grep -v 'is ignored' || true; }
-	@$(PY) -m pip install -q --disable-pip-version-check -e ".[notebooks,test]" 2>&1 | grep -v 'is ignored' || true
+	@# PYTHONWARNINGS: setuptools warns about editable installs on every first set-up; nothing to act on
+	@PYTHONWARNINGS=ignore $(PY) -m pip install -q --disable-pip-version-check -e ".[notebooks,test]" 2>&1 | grep -v 'is ignored' || true
 	@$(PY) -c "import torch, jupyterlab, ipywidgets, matplotlib, nbval, msgspec, helpers" \
 	  || { echo "set-up failed: see the pip output above"; exit 1; }
-	@# Every kernel of this environment: a cell run before the cells it needs says "run the cells above first".
-	@$(PY) -c "import sys, pathlib, helpers.kernel_hints as h; d = pathlib.Path(sys.prefix, 'etc', 'ipython'); \
-	  d.mkdir(parents=True, exist_ok=True); (d / 'ipython_kernel_config.py').write_text(h.KERNEL_CONFIG)"
+	@# Kernels that say "run the cells above first"; no news pop-up over the reveals (helpers/lab_setup.py)
+	@$(PY) -m helpers.lab_setup
 	@touch $@
 
 # Containers often run as root, which JupyterLab refuses without this flag.

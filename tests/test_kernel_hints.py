@@ -32,3 +32,30 @@ def test_a_fresh_kernel_of_the_environment_says_it_before_any_cell_ran(tmp_path,
     assert [o.output_type for o in first] == ["stream", "error"] and first[1].ename == "NameError"
     assert "`lesson`" in first[0].text and "Run All Above" in first[0].text
     assert [o.output_type for o in second] == ["error"]  # other errors are left as they are
+
+
+def test_the_environment_s_lab_has_no_news_pop_up_and_keeps_other_settings(tmp_path):
+    import json
+
+    from helpers import lab_setup
+
+    over = tmp_path / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    over.parent.mkdir(parents=True)
+    over.write_text(json.dumps({"@jupyterlab/apputils-extension:themes": {"theme": "JupyterLab Dark"}}))
+    kernel, lab = lab_setup.install(tmp_path)
+    got = json.loads(lab.read_text())
+    assert got["@jupyterlab/apputils-extension:notification"] == {"fetchNews": "false", "checkForUpdates": False}
+    assert got["@jupyterlab/apputils-extension:themes"] == {"theme": "JupyterLab Dark"}
+    assert kernel.read_text() == kernel_hints.KERNEL_CONFIG
+
+
+def test_make_s_environment_has_them(request):
+    """`make lab`/`make test` ran helpers.lab_setup in the environment running these tests (.venv)."""
+    import sys
+    from pathlib import Path
+
+    if not (Path(sys.prefix) / "pyvenv.cfg").is_file():
+        pytest.skip("not the environment make creates (a conda env or a system Python): nothing was installed")
+    lab = Path(sys.prefix, "share", "jupyter", "lab", "settings", "overrides.json")
+    assert '"fetchNews": "false"' in lab.read_text()
+    assert Path(sys.prefix, "etc", "ipython", "ipython_kernel_config.py").read_text() == kernel_hints.KERNEL_CONFIG

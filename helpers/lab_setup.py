@@ -1,0 +1,44 @@
+"""What ``make lab`` writes into the series' environment, so that JupyterLab and its kernels behave for learners.
+
+    python -m helpers.lab_setup          # into this Python's prefix (the .venv make creates)
+
+* ``<prefix>/etc/ipython/ipython_kernel_config.py``: every kernel of the environment says "run the cells
+  above first" when a cell runs before the cells it needs (:mod:`helpers.kernel_hints`);
+* ``<prefix>/share/jupyter/lab/settings/overrides.json``: no "official Jupyter news?" pop-up and no update
+  check, which would cover the reveals (JupyterLab's documented settings overrides).
+
+Both are written only inside the environment's prefix, never in the learner's home.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from .kernel_hints import KERNEL_CONFIG
+
+LAB_OVERRIDES = {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}}
+
+
+def install(prefix: str | Path = sys.prefix) -> list[Path]:
+    """Write both files under ``prefix``; keeps other settings already in ``overrides.json``."""
+    kernel = Path(prefix, "etc", "ipython", "ipython_kernel_config.py")
+    kernel.parent.mkdir(parents=True, exist_ok=True)
+    kernel.write_text(KERNEL_CONFIG)
+    lab = Path(prefix, "share", "jupyter", "lab", "settings", "overrides.json")
+    lab.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        current = json.loads(lab.read_text())
+    except (OSError, ValueError):
+        current = {}
+    if not isinstance(current, dict):
+        current = {}
+    for plugin, values in LAB_OVERRIDES.items():
+        current[plugin] = {**(current.get(plugin) or {}), **values}
+    lab.write_text(json.dumps(current, indent=1) + "\n")
+    return [kernel, lab]
+
+
+if __name__ == "__main__":
+    install()
