@@ -38,14 +38,18 @@ test: $(STAMP)
 	$(MAKE) --no-print-directory test-unit test-notebooks
 
 # HYPOTHESIS_PROFILE=ci: the property tests run the same examples every time (tests/conftest.py).
+# IPYTHONDIR: the kernels the tests start log errors only (helpers/lab_setup.py says why)
 test-unit: $(STAMP)
-	PROFILING_MODE=recorded PROFILING_HEADLESS=1 HYPOTHESIS_PROFILE=ci $(PY) -m pytest -q tests
+	@$(PY) -m helpers.lab_setup --quiet-profile .cache/ipython
+	IPYTHONDIR=$(CURDIR)/.cache/ipython PROFILING_MODE=recorded PROFILING_HEADLESS=1 HYPOTHESIS_PROFILE=ci \
+	  $(PY) -m pytest -q tests
 
 # PROFILING_LEAK_CHECK=1 and tests/series_leaks.py: the same run also proves that no answer is on screen before
 # its question, over the whole series (the last item, series-leaks).
 test-notebooks: $(STAMP)
 	@mkdir -p .cache && rm -f .cache/journal-test.json
-	PROFILING_MODE=recorded PROFILING_HEADLESS=1 PROFILING_LEAK_CHECK=1 PROFILING_JOURNAL=$(CURDIR)/.cache/journal-test.json \
+	@$(PY) -m helpers.lab_setup --quiet-profile .cache/ipython
+	IPYTHONDIR=$(CURDIR)/.cache/ipython PROFILING_MODE=recorded PROFILING_HEADLESS=1 PROFILING_LEAK_CHECK=1 PROFILING_JOURNAL=$(CURDIR)/.cache/journal-test.json \
 	  PYTHONPATH=$(CURDIR)/tests:$(CURDIR) $(PY) -m pytest -q -p no:cacheprovider -p series_leaks --nbval-lax --nbval-current-env \
 	  --nbval-sanitize-with notebooks/sanitize.cfg $(or $(NOTEBOOKS),notebooks)
 

@@ -8,6 +8,10 @@
   check, which would cover the reveals (JupyterLab's documented settings overrides).
 
 Both are written only inside the environment's prefix, never in the learner's home.
+
+:func:`quiet_profile` writes an IPython profile for headless runs (``make test``, the pre-flight check): the
+same kernel hints, and kernel log lines below errors left out (ipykernel 7 warns on every start that its
+local TCP ports are unencrypted, which is how every Jupyter front end talks to a kernel on one machine).
 """
 
 from __future__ import annotations
@@ -40,5 +44,19 @@ def install(prefix: str | Path = sys.prefix) -> list[Path]:
     return [kernel, lab]
 
 
+QUIET_KERNEL_CONFIG = KERNEL_CONFIG + "c.IPKernelApp.log_level = 'ERROR'\n"
+
+
+def quiet_profile(ipython_dir: str | Path) -> Path:
+    """An IPython directory whose kernels log errors only (point ``IPYTHONDIR`` at it); returns it."""
+    cfg = Path(ipython_dir, "profile_default", "ipython_kernel_config.py")
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text(QUIET_KERNEL_CONFIG)
+    return Path(ipython_dir)
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--quiet-profile"]:
+        quiet_profile(sys.argv[2])
+        sys.exit(0)
     install()

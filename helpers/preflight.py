@@ -196,6 +196,9 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     os.environ["PROFILING_HEADLESS"] = "1"
     os.environ.setdefault("PROFILING_JOURNAL", str(out / "journal.json"))
+    from .lab_setup import quiet_profile
+
+    os.environ["IPYTHONDIR"] = str(quiet_profile(out / "ipython"))  # one progress line each, no kernel chatter
     print(f"pre-flight: {len(paths)} notebooks on {_where()}", flush=True)
     results = [run_notebook(p, out, i, len(paths), a.timeout) for i, p in enumerate(paths, 1)]
     index = _write_index(results, out)

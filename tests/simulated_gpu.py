@@ -417,6 +417,9 @@ def run_notebook(path: Path, gpu: SimulatedGPU | None, workdir: Path, timeout: i
             "questions": str(questions), "installed": str(installed)}
     (startup / "00-simulated-gpu.py").write_text(_STARTUP.format(module=str(Path(__file__).resolve()),
                                                                  spec=json.dumps(spec)))
+    from helpers.lab_setup import quiet_profile
+
+    quiet_profile(workdir / "ipython")  # kernel log lines below errors left out, as in make test
     env = {k: v for k, v in os.environ.items()
            if k not in ("PROFILING_MODE", "PROFILING_JOURNAL", "PROFILING_HEADLESS", "PROFILING_CHECKPOINT")}
     env.update(PROFILING_HEADLESS="1", PROFILING_JOURNAL=str(journal), IPYTHONDIR=str(workdir / "ipython"),
