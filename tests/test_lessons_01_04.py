@@ -1,0 +1,54 @@
+"""Notebooks 01-04's lesson modules: timings graded outside their noise, on samples made up to the point."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from helpers import measure
+from helpers.lessons import _shared
+from helpers.lessons import n01_setting_up_the_profiler as n01
+from helpers.measure import Spread
+from helpers.timing import Timing
+
+
+def _run(tag, ops, profiled, unprofiled):
+    """A stand-in for a CPU ProfileRun: its steady spans and its unprofiled blocks, in µs."""
+    t = Timing(sorted(unprofiled)[len(unprofiled) // 2], 0.0, 10, "cpu", True, tuple(unprofiled), 1)
+    return SimpleNamespace(tag=tag, ops_per_call=ops, cpu_per_call=Spread.of(profiled), timing=t)
+
+
+def _cost(flat, batched, answer=n01.COST_CHOICES[0]):
+    e_f, e_b = _shared.profiler_extra(flat), _shared.profiler_extra(batched)
+    return n01._cost_grade(answer, flat, batched, e_f, e_b)
+
+
+def test_why_cost_graded_when_the_extras_stand_clear_of_the_noise():
+    flat = _run("flat", 6, [19.0, 19.2, 19.4, 19.5, 19.6, 19.8, 20.0, 20.1, 20.3], [9.1, 9.2, 9.2, 9.3, 9.2] * 3)
+    batched = _run("batched", 14, [80.0, 80.5, 81.0, 81.2, 81.5, 82.0, 82.4, 83.0, 83.5], [59.0, 59.5, 60.0] * 5)
+    g, ratio, _ = _cost(flat, batched)
+    assert g.status == measure.HELD and g.actual == n01.COST_CHOICES[0]
+    assert 1.5 < ratio.lo and ratio.hi < 2.5
+
+
+def test_why_cost_inconclusive_when_the_ratio_straddles_the_edge():
+    flat = _run("flat", 6, [18, 19, 20, 21, 22, 23, 24, 25, 26], [9.0] * 15)
+    batched = _run("batched", 14, [73, 74, 75, 76, 77, 78, 79, 80, 81], [60.0] * 15)
+    g, ratio, _ = _cost(flat, batched)
+    assert ratio.lo < 1.5 <= ratio.hi
+    assert g.status == measure.INCONCLUSIVE
+
+
+def test_why_cost_never_grades_nor_prints_an_absurd_ratio():
+    """The issue's laptop: 40 µs of extra against 21 ms, once graded as held at 530x."""
+    flat = _run("flat", 6, [49.0, 49.5, 50.0, 50.5, 51.0, 49.8, 50.2, 50.1, 49.9], [10.0] * 15)
+    batched = _run("batched", 14, [21300.0, 21280, 21310, 21290, 21305, 21295, 21300, 21302, 21298], [80.0] * 15)
+    g, ratio, _ = _cost(flat, batched)
+    assert g.status == measure.INCONCLUSIVE and ratio is None
+    assert "530" not in g.why and "out of proportion" in g.why
+
+
+def test_why_cost_inconclusive_when_an_extra_reaches_zero():
+    flat = _run("flat", 6, [19, 20, 21, 19, 20, 21, 19, 20, 21], [9.0] * 15)
+    batched = _run("batched", 14, [76, 78, 80, 122, 125, 77, 79, 81, 123], [58, 59, 160, 161, 58] * 3)
+    g, ratio, _ = _cost(flat, batched)
+    assert g.status == measure.INCONCLUSIVE and ratio is None and "reaches zero" in g.why
