@@ -52,3 +52,44 @@ def test_why_cost_inconclusive_when_an_extra_reaches_zero():
     batched = _run("batched", 14, [76, 78, 80, 122, 125, 77, 79, 81, 123], [58, 59, 160, 161, 58] * 3)
     g, ratio, _ = _cost(flat, batched)
     assert g.status == measure.INCONCLUSIVE and ratio is None and "reaches zero" in g.why
+
+
+# --- one figure read from one trace ----------------------------------------------------------------------------
+
+from pathlib import Path  # noqa: E402
+
+from helpers import one_trace  # noqa: E402
+from helpers.trace import read_trace  # noqa: E402
+
+H200 = Path(__file__).resolve().parent.parent / "traces" / "reference" / "nvidia-h200"
+
+
+def test_one_trace_choice_inconclusive_only_when_the_band_straddles_an_edge():
+    choices, edges = ["low", "mid", "high"], [0.5, 2]
+    assert one_trace.grade_choice("mid", 0.89, 1.25, edges, choices).status == measure.HELD
+    assert one_trace.grade_choice("low", 0.89, 1.25, edges, choices).status == measure.MISSED
+    g = one_trace.grade_choice("mid", 1.8, 1.25, edges, choices)
+    assert g.status == measure.INCONCLUSIVE and g.actual == "mid" and "straddles" in g.why
+
+
+def test_one_trace_number_graded_over_the_whole_bracket():
+    # a crossover known only to lie between 2048 and 4096: within 2x of all of it, of none of it, or of part
+    assert one_trace.grade_number(3000, 2853, 2, lo=2048, hi=4096).status == measure.HELD
+    assert one_trace.grade_number(256, 2853, 2, lo=2048, hi=4096).status == measure.MISSED
+    assert one_trace.grade_number(1024, 2853, 2, lo=2048, hi=4096).status == measure.INCONCLUSIVE
+
+
+def test_no_recorded_kernel_of_the_sweep_was_launched_before_the_window():
+    for n in (64, 128, 256, 512, 1024, 2048, 4096, 8192):
+        assert one_trace.spilled(read_trace(H200 / f"{n}_bf16_warm_eager.json")) == []
+
+
+def test_spilled_finds_work_launched_before_the_first_step():
+    t = read_trace(H200 / "8192_bf16_warm_eager.json")
+    from helpers import facts
+
+    first = facts.steps(t)[0]
+    j = facts.gpu_work(t)[0]
+    i = t.launch_of(j)
+    t.ts[i] = first.start_us - 10.0  # as the traces recorded before the runner synchronized had it
+    assert one_trace.spilled(t) == [j]

@@ -86,22 +86,25 @@ def gpu_work(run) -> None:
 
 
 def table_and_twin(run) -> None:
-    """After 01.gpu-work: the table's first rows, and the label's second row (its copy on the GPU lane)."""
+    """After 01.gpu-work: the table's first rows, and the label's second row (its copy on the GPU lane).
+
+    The table's two totals at the bottom stay out: notebook 02 asks what share of the CPU's time the GPU's is,
+    on this same trace.
+    """
 
     def body():
         lines = run.table.splitlines()
-        show.pre("\n".join(lines[:9] + ["..."] + lines[-3:]))
+        show.pre("\n".join(lines[:9] + ["..."]))
         twin = facts.gpu_twin(run.trace, run.workload.label)
         if twin is None:
             show.md("This trace has no GPU-side copy of the label (there is no GPU lane).")
             return
-        total = run.summary.balance.device_us
         show.md(f"`{run.workload.label}` has two rows. One is the CPU span you opened with `record_function`. The "
                 "other, with time only in the CUDA columns, is its copy on the GPU lane: Kineto draws the label on the "
                 f"GPU stream too, from its first kernel's start to its last kernel's end, {twin.spans} times here. "
-                f"Those spans add up to {us(twin.span_us)}, of which only {us(twin.work_us)} is kernels: the rest is "
-                f"idle time between them. That is why that row's *Self CUDA* can read more than the GPU's total "
-                f"({us(total)}), more than 100%: read it as *how long the GPU was inside the label*, not as GPU work.")
+                f"Those spans add up to {us(twin.span_us)}, and kernels ran for only "
+                f"{twin.work_us / twin.span_us:.0%} of it: the rest is idle time between them. That is why that row's *Self CUDA %* can read more than 100% of the GPU's "
+                "total: read it as *how long the GPU was inside the label*, not as GPU work.")
 
     widgets.after("01.gpu-work", body)
 
