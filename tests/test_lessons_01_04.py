@@ -93,3 +93,47 @@ def test_spilled_finds_work_launched_before_the_first_step():
     i = t.launch_of(j)
     t.ts[i] = first.start_us - 10.0  # as the traces recorded before the runner synchronized had it
     assert one_trace.spilled(t) == [j]
+
+
+# --- notebook 03: step durations graded with their tolerance -----------------------------------------------------
+
+from helpers.facts import Step  # noqa: E402
+from helpers.lessons import n03_schedule_and_warmup as n03  # noqa: E402
+
+
+def _steps(durs, first=2):
+    t, out = 0.0, []
+    for k, d in enumerate(durs):
+        out.append(Step(f"ProfilerStep#{first + k}", first + k, t, d))
+        t += d + 10
+    return out
+
+
+def test_long_step_near_the_edge_is_inconclusive_not_a_clean_hit_or_miss():
+    assert n03.long_step_grade(_steps([130, 100, 98])).status == measure.INCONCLUSIVE  # 1.3x
+    assert n03.long_step_grade(_steps([222.3, 92.2, 117.1])).actual == n03.STEP_CHOICES[0]
+    assert n03.long_step_grade(_steps([101, 100, 99]), n03.STEP_CHOICES[3]).status == measure.HELD
+    # the longest barely ahead of the next: not named
+    assert n03.long_step_grade(_steps([100, 210, 200])).status == measure.INCONCLUSIVE
+
+
+def test_why_first_graded_only_outside_the_tolerance():
+    assert n03.why_first_grade(_steps([115.6, 86.7, 83.6], 10)).status == measure.INCONCLUSIVE  # 1.36x
+    assert n03.why_first_grade(_steps([200, 86.7, 83.6], 10)).actual == n03.WHY_CHOICES[0]
+    assert n03.why_first_grade(_steps([85, 86.7, 83.6], 10)).actual == n03.WHY_CHOICES[1]
+    assert n03.why_first_grade(_steps([60, 86.7, 83.6], 10)).actual == n03.WHY_CHOICES[2]
+
+
+def test_one_noisy_step_widens_the_settle_range_instead_of_flipping_it():
+    durs = [85315.5, 225.5, 68.9, 56.1, 51.4, 51.5, 52.7, 51.4, 72.1, 82.5, 55.0, 53.5, 50.2, 50.1, 48.3, 47.4,
+            49.1, 47.4, 50.4, 47.4]
+    assert n03.settle_range(durs) == (2, 10)
+    assert n03.late_bumps(durs) == [8, 9]
+    assert n03.settle_range(durs[:9] + [60.0] + durs[10:]) == (2, 9)
+
+
+def test_the_first_recorded_steps_excess_is_split_without_counting_twice():
+    t = read_trace(H200 / "64_bf16_cold_eager.json")
+    st, rows = n03.first_step_excess(t)
+    for k, s in enumerate(st):  # the Self times of a step add up to the step
+        assert abs(sum(v[k] for _, _, _, v in rows) - s.dur_us) < 0.5
