@@ -83,3 +83,25 @@ def spilled(trace) -> list[int]:
         if i < 0 or trace.ts[i] < start:
             out.append(j)
     return out
+
+
+def spill_sentence(runs, label: Callable[[Any], str]) -> str:
+    """One sentence on GPU work launched before the recorded steps in ``runs`` (or on there being none).
+
+    For reveals that read GPU time or launch arrows in the recorded window: work launched before it was still
+    queued when recording began, so its time counts in the window while its launch (the arrow's start, and the
+    CPU time that issued it) is not in the trace.
+    """
+    import html
+
+    late = [(r, s) for r in runs for s in [spilled(r.trace)] if s]
+    if not late:
+        return ("Every kernel, copy and fill in these traces was launched inside the recorded steps (the series' "
+                "runner synchronizes the GPU before the first recorded step), so each one's arrow starts and ends "
+                "in the window, and the GPU time read here is the work those steps asked for.")
+    return ("Some GPU work in these traces was launched before the first recorded step: "
+            + "; ".join(f"{html.escape(label(r))}: {len(s)} piece(s), the first {html.escape(r.trace.name_of(s[0])[:50])}"
+                        for r, s in late)
+            + ". It was still queued when the recording began: its time counts in the window, while its launch call "
+              "(the start of its arrow) and the CPU time that issued it are not in the trace, so those runs lean "
+              "towards the GPU's side.")

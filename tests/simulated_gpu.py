@@ -292,7 +292,7 @@ def _log_questions(log: Path) -> None:
         given.append([hit, explanation])
         return verdict(hit, explanation, actual=actual)
 
-    def logged_ask(qid, prompt, *, reveal, default, choices=None, unit=None, kind="predict"):
+    def logged_ask(qid, prompt, *, reveal, default, choices=None, unit=None, kind="predict", decides=None):
         given.clear()
         returned: list[Any] = []
 
@@ -301,7 +301,7 @@ def _log_questions(log: Path) -> None:
             return returned[-1]
 
         try:
-            ask(qid, prompt, reveal=kept, default=default, choices=choices, unit=unit, kind=kind)
+            ask(qid, prompt, reveal=kept, default=default, choices=choices, unit=unit, kind=kind, decides=decides)
         finally:
             entry = {"qid": qid, "prompt": prompt, "choices": choices, "default": default, "unit": unit,
                      "kind": kind, "hit": returned[-1] if returned else None, "revealed": bool(returned),

@@ -137,3 +137,36 @@ def test_the_first_recorded_steps_excess_is_split_without_counting_twice():
     st, rows = n03.first_step_excess(t)
     for k, s in enumerate(st):  # the Self times of a step add up to the step
         assert abs(sum(v[k] for _, _, _, v in rows) - s.dur_us) < 0.5
+
+
+# --- notebook 04: the spill where arrows are read, and the synchronize against the GPU's busy time --------------------
+
+from helpers.lessons import n04_the_dispatch_chain as n04  # noqa: E402
+
+
+def test_the_spill_sentence_says_none_or_names_the_runs_that_spilled():
+    runs = [SimpleNamespace(tag=f"{n}_bf16_warm_eager", trace=read_trace(H200 / f"{n}_bf16_warm_eager.json"))
+            for n in (4096, 8192)]
+    assert one_trace.spill_sentence(runs, lambda r: r.tag).startswith("Every kernel")
+    from helpers import facts
+
+    t = runs[1].trace
+    j = facts.gpu_work(t)[0]
+    t.ts[t.launch_of(j)] = facts.steps(t)[0].start_us - 10.0
+    said = one_trace.spill_sentence(runs, lambda r: r.tag)
+    assert "8192_bf16_warm_eager: 1 piece(s)" in said and "4096" not in said
+
+
+def test_the_synchronize_follows_the_gpu_unless_a_size_sits_near_the_line():
+    on = [{"dur_us": 12.0, "gpu_busy_us": 0.0}, {"dur_us": 4070.0, "gpu_busy_us": 4050.0}]
+    assert n04.follows_grade(on)[0] == "yes"
+    assert n04.follows_grade(on + [{"dur_us": 2000.0, "gpu_busy_us": 500.0}])[0] == "no"
+    assert n04.follows_grade(on + [{"dur_us": 28.0, "gpu_busy_us": 0.0}])[0] == "unclear"  # 28 us of 30 allowed
+
+
+def test_launch_latency_is_graded_on_the_spread_of_the_launches():
+    run = SimpleNamespace(trace=read_trace(H200 / "64_bf16_cold_eager.json"))
+    lat = n04.latencies(run)
+    assert lat.n == 6
+    assert measure.grade_number(50, lat, n04.LATENCY_FACTOR).status == measure.MISSED
+    assert measure.grade_number(12, lat, n04.LATENCY_FACTOR).status == measure.HELD

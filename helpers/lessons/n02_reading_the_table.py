@@ -207,21 +207,6 @@ def _figure(sweep, sizes, total, own, gpu, cross):
     return fig
 
 
-def spill_text(runs, label=lambda r: f"n = {r.workload.p['size']}") -> str:
-    """One sentence on GPU work launched before the recorded steps (or none), for reveals that read the window."""
-    spilled = [(r, one_trace.spilled(r.trace)) for r in runs]
-    late = [(r, s) for r, s in spilled if s]
-    if not late:
-        return ("Every kernel, copy and fill in these traces was launched inside the recorded steps (the series' "
-                "runner synchronizes the GPU before the first recorded step), so each row's GPU time is the work its own "
-                "steps asked for.")
-    return ("Some GPU work in these traces was launched before the first recorded step: "
-            + "; ".join(f"{label(r)}: {len(s)} piece(s), first {html.escape(r.trace.name_of(s[0])[:50])}"
-                        for r, s in late)
-            + ". It was still queued when the recording began, so its time counts in the GPU column while the CPU "
-              "time that launched it is not in the trace; those rows lean towards compute-bound.")
-
-
 def crossover(sweep) -> None:
     """02.crossover: from which size n the GPU's time reaches half the CPU's own time."""
     sizes, total, own, gpu = _sweep_rows(sweep)
@@ -229,12 +214,11 @@ def crossover(sweep) -> None:
 
     def reveal(answer):
         show.display_figure(_figure(sweep, sizes, total, own, gpu, cross))
-        show.table([(n, us(t), us(t - o), us(o), us(g), f"{g / o:.2f}x",
-                     "compute-bound" if g / o >= THRESHOLD else "overhead-bound")
+        show.table([(n, us(t), us(o), us(g), f"{g / o:.2f}x", "compute-bound" if g / o >= THRESHOLD else "overhead-bound")
                     for n, t, o, g in zip(sizes, total, own, gpu)],
-                   ["size", "Self CPU total", "closing synchronize", "CPU's own time", "Self CUDA",
+                   ["size", "Self CPU total", "CPU's own time (without the closing sync)", "Self CUDA",
                     "GPU / CPU's own", "verdict"])
-        spill = spill_text(sweep)
+        spill = one_trace.spill_sentence(sweep, lambda r: f"n = {r.workload.p['size']}")
         br = bracket(sizes, own, gpu)
         if cross is None:
             return widgets.verdict(None, "The GPU's time stays under half the CPU's own time at every size "
