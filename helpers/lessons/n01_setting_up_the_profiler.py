@@ -36,9 +36,9 @@ def steps(by_hand, table: str, wait: int = 1, warmup: int = 1, active: int = 3) 
         actual = {tuple(f"ProfilerStep#{i}" for i in range(5)): STEP_CHOICES[0],
                   tuple(f"ProfilerStep#{i}" for i in range(2, 5)): STEP_CHOICES[2]}.get(tuple(names), "something else")
         kept = set(names)
-        show.table([(f"#{i}", role, "yes" if f"ProfilerStep#{i}" in kept else "no")
+        show.table([(f"#{i}", role, f"ProfilerStep#{i}" if f"ProfilerStep#{i}" in kept else "none: not recorded")
                     for i, role in enumerate(_roles(wait, warmup, active))],
-                   ["step the loop ran", "what the schedule did", "in the trace"])
+                   ["step the loop ran", "what the schedule did", "its span in the trace"])
         show.pre(table)
         return widgets.verdict(
             answer == actual,
