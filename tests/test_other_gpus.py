@@ -5,7 +5,8 @@ served from the reference set in that GPU's dtype (tests/simulated_gpu.py says h
 simulate). Per run:
 
 (a) the notebook runs to the end;
-(b) every prediction in the journal got a verdict: none is unanswerable on that GPU;
+(b) every prediction in the journal got a verdict (held, missed, or inconclusive: graded neither way because the
+    figure it rests on sits within its noise or tolerance): none is unanswerable on that GPU;
 (c) on the T4, which has no native bf16 and runs the series in fp16, no markdown and no output says bf16 or
     bfloat16, apart from what the helpers attribute to someone else's run (the article's A100 figures) and
     the banner's note that this GPU has no bf16;
