@@ -10,6 +10,14 @@ output, a markdown cell, a title, a link) in every way the series writes it:
 What counts as a fact: a bare small integer or a choice's own wording does
 not (they appear everywhere, and the choices are on screen by design); a
 value always comes with its unit, a name is at least six characters.
+
+Live measurements of this machine's CPU are new on every run: a value of one
+can match an unrelated figure by chance, run after run differently. So the
+check never compares values across them: a question measured on this CPU
+(``ask(..., where="cpu")``) is checked on its names only, and its reveal's
+text (marked ``live``) is not searched for other questions' values. Everything
+else (recorded traces, names, prose) is the same on every run, so a match there
+is either a leak or a coincidence that fails every time and gets fixed.
 """
 
 from __future__ import annotations
@@ -200,6 +208,7 @@ class _Seen:
     where: str
     notebook: int
     gate: str | None  # the question whose answer releases it (a reveal, an after() cell), or None: always shown
+    live: bool = False  # a live CPU measurement's text: new figures on every run
 
 
 def _context(text: str, form: str, width: int = 60) -> str:
@@ -233,7 +242,7 @@ def find_leaks(notebooks: list[tuple[str, list[dict]]]) -> tuple[list[Leak], int
             if kind != "code":
                 continue
             seen.append(_Seen(src, f"{name} cell {c_i} (code)", nb_i, None))
-            gates: list[str | None] = [None]
+            gates: list[tuple[str | None, bool]] = [(None, False)]
             skip = False  # the headless line between a question and its reveal: the default answer, not a fact
             for out in cell.get("outputs", []):
                 m = marker(out)
@@ -244,7 +253,9 @@ def find_leaks(notebooks: list[tuple[str, list[dict]]]) -> tuple[list[Leak], int
                         skip = True
                     elif ev in ("reveal", "after"):
                         skip = False
-                        gates.append(m.get("qid"))
+                        gates.append((m.get("qid"), bool(m.get("live")) or gates[-1][1]))
+                    elif ev == "live":  # shown at once, but measured now on this CPU
+                        gates.append((gates[-1][0], True))
                     elif ev == "end" and len(gates) > 1:
                         gates.pop()
                     continue
@@ -252,16 +263,20 @@ def find_leaks(notebooks: list[tuple[str, list[dict]]]) -> tuple[list[Leak], int
                     continue
                 t = output_text(out)
                 if t.strip():
-                    seen.append(_Seen(t, f"{name} cell {c_i} (output)", nb_i, gates[-1]))
+                    seen.append(_Seen(t, f"{name} cell {c_i} (output)", nb_i, gates[-1][0], gates[-1][1]))
     leaks: list[Leak] = []
     for m, nb_i, pos in questions:
         qid = str(m.get("qid"))
         choices = " ".join(str(c) for c in (m.get("choices") or []))
         facts = [Fact(f["kind"], f["value"]) for f in m.get("facts", [])]
         facts = [f for f in facts if not found(f, choices)]
+        if m.get("where") == "cpu":  # measured now on this CPU: a new value every run (see the docstring)
+            facts = [f for f in facts if f.kind == "name"]
         for f in facts:
             hit = None
             for s in seen[:pos] + [_Seen(plain_text(str(m.get("prompt", ""))), f"{qid}'s prompt", nb_i, None)]:
+                if s.live and f.kind != "name":
+                    continue
                 form = found(f, s.text)
                 if form:
                     hit = Leak(qid, form, s.where, "before the question", _context(s.text, form))
@@ -270,7 +285,7 @@ def find_leaks(notebooks: list[tuple[str, list[dict]]]) -> tuple[list[Leak], int
                 for s in seen[pos:]:
                     if s.notebook != nb_i:
                         break
-                    if s.gate is not None:
+                    if s.gate is not None or (s.live and f.kind != "name"):
                         continue
                     form = found(f, s.text)
                     if form:

@@ -164,11 +164,11 @@ def ask(qid: str, prompt: str, *, reveal: Reveal, default: Any, choices: list[st
         about["gpu"] = _cpu_source()
     if headless() or not _can_show_widgets():
         if _leak_check():
-            _mark(event="question", qid=qid, prompt=prompt, choices=choices, facts=_facts(decides))
+            _mark(event="question", qid=qid, prompt=prompt, choices=choices, facts=_facts(decides), where=where)
         _display(_html(f"<p><b>{lead}</b> {html.escape(prompt)}<br>"
                        f"<i>Headless run: answering {html.escape(str(default))}"
                        f"{' ' + html.escape(unit) if unit and choices is None else ''}.</i></p>"))
-        _mark(event="reveal", qid=qid)
+        _mark(event="reveal", qid=qid, live=where == "cpu")
         _record(qid, default, *_reveal(qid, default, reveal), about)
         _mark(event="end", qid=qid)
         return
@@ -246,6 +246,21 @@ def _answer(qid: str, answer: Any) -> None:
         out.clear_output()
         with out:
             show()
+
+
+class measured_here:
+    """``with widgets.measured_here(): ...``: output of a live measurement of this CPU, shown at once.
+
+    Its figures are new on every run, so the series' leak check does not
+    compare values with it (:mod:`helpers.spoilers`); nothing changes on screen.
+    """
+
+    def __enter__(self) -> "measured_here":
+        _mark(event="live")
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _mark(event="end")
 
 
 def answer_to(qid: str) -> Any:

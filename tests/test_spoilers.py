@@ -80,3 +80,19 @@ def test_a_title_a_link_or_the_question_cell_s_code_can_leak():
     for where in (md("Next: **05 · Batching to bmm**"), code(source="# answer: Batching to bmm")):
         series = [("04_a", [where]), ("05_b", [code(*question("05.op", [fact]), mark(event="end", qid="05.op"))])]
         assert len(find_leaks(series)[0]) == 1
+
+
+def test_live_cpu_figures_are_never_compared_by_value():
+    """A CPU measurement is new on every run: its values neither leak by chance nor hide another's by chance."""
+    recorded = spoilers.us(11.2)  # a launch latency read from a recorded trace
+    live_reveal = [mark(event="question", qid="01.cost", prompt="?", choices=None, where="cpu",
+                        facts=[{"kind": "us", "value": 9.2}, {"kind": "name", "value": "aten::expand"}]),
+                   mark(event="reveal", qid="01.cost", live=True),
+                   html("unprofiled 9.2 us (IQR 9.1 us to 11.2 us), aten::expand"), mark(event="end", qid="01.cost")]
+    series = [("00_a", [md("Earlier: 9.2 us, as it happens")]),
+              ("01_b", [code(*live_reveal)]),
+              ("04_c", [code(*question("04.latency", [recorded]), mark(event="end", qid="04.latency"))])]
+    assert find_leaks(series) == ([], 2)
+    with_name = [("00_a", [md("the chain goes through aten::expand")])] + series[1:]
+    (leak,) = find_leaks(with_name)[0]  # a live question's names are still checked
+    assert leak.qid == "01.cost" and leak.fact == "aten::expand"

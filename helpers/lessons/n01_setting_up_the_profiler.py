@@ -194,7 +194,7 @@ def why_cost(flat, batched) -> None:
         return [spoilers.us(e.mid) for e in (e_flat, e_batched) if e is not None]
 
     widgets.ask("01.why-cost", "With more than twice the ops per call, what happens to the profiler's extra time per call?",
-                choices=COST_CHOICES, default=COST_CHOICES[1], reveal=reveal, decides=decides)
+                choices=COST_CHOICES, default=COST_CHOICES[1], reveal=reveal, decides=decides, where="cpu")
 
 
 # --- 01.perfetto ---------------------------------------------------------------------------------------------
