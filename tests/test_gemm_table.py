@@ -1,4 +1,4 @@
-"""A training step's GEMMs one call at a time (helpers.gemm_table), on the H200 reference traces of notebooks 12 and 13."""
+"""A training step's GEMMs one call at a time (helpers.gemm_table), on the H200 traces of notebooks 12 and 13."""
 
 from __future__ import annotations
 

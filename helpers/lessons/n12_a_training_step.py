@@ -183,11 +183,12 @@ def backward_share(run) -> None:
                          f"backward GEMMs of the same FLOPs {us(min(bwd_big))} to {us(max(bwd_big))}, and their "
                          "kernels differ (compare the names). Why cuBLAS picked those kernels is not in the trace. ")
             elif ratio < 1 / 1.3:
-                text += (f"The table shows backward's GEMMs slower than forward's of the same FLOPs ({us(min(bwd_big))} "
-                         f"to {us(max(bwd_big))} against {us(min(fwd_big))} to {us(max(fwd_big))}). ")
+                text += (f"The table shows backward's GEMMs slower than forward's of the same FLOPs "
+                         f"({us(min(bwd_big))} to {us(max(bwd_big))} against {us(min(fwd_big))} to "
+                         f"{us(max(fwd_big))}). ")
             else:
-                text += (f"Equal FLOPs took about equal time on both sides ({us(min(fwd_big))} to {us(max(fwd_big))} in "
-                         f"forward, {us(min(bwd_big))} to {us(max(bwd_big))} in backward). ")
+                text += (f"Equal FLOPs took about equal time on both sides ({us(min(fwd_big))} to "
+                         f"{us(max(fwd_big))} in forward, {us(min(bwd_big))} to {us(max(bwd_big))} in backward). ")
             text += (f"So backward's GEMMs take {us(bwd_g)} per step against forward's {us(fwd_g)}, "
                      f"{bwd_g / fwd_g:.2f}x rather than the {len(bwd_big) / len(fwd_big):.2f}x that equal times for "
                      f"equal FLOPs would give ({len(bwd_big)} large GEMMs against {len(fwd_big)}); "
@@ -387,8 +388,8 @@ def why_sync(run, syncing) -> None:
         picks = {WHY_SYNC[1] if a > b else WHY_SYNC[0] for a, b in zip(idle, extra)}
         actual = WHY_SYNC[1] if i > e else WHY_SYNC[0]
         per = "; ".join(f"{n}: {us(b)} of work, {us(a)} idle" for n, a, b in zip(names, idle, extra))
-        text = (f"Per step the four lines add {us(e)} of GPU work and leave the GPU idle for <b>{us(i)}</b> after their "
-                f"waits ({per}). ")
+        text = (f"Per step the four lines add {us(e)} of GPU work and leave the GPU idle for <b>{us(i)}</b> after "
+                f"their waits ({per}). ")
         if len(picks) > 1:
             widgets.inconclusive(text + "The recorded steps disagree on which is larger.", actual=actual, rerun=False)
             return None
@@ -550,7 +551,8 @@ def step_time(timed, run, tf32, amp, fused) -> None:
         show.table([(k, x.step.text(_ms), x.ratio.text() if k != "fp32" else "-", us(x.gemm), us(x.gpu),
                      x.host.text(_ms) if x.host else "not timed") for k, x in s.items() if x.step.n],
                    ["", "step, unprofiled, in turn", "against fp32, round by round", "GEMM time per step (trace)",
-                    "all GPU work per step (trace)", "CPU time to issue a step (unprofiled, timed apart: compare loosely)"])
+                    "all GPU work per step (trace)",
+                    "CPU time to issue a step (unprofiled, timed apart: compare loosely)"])
         g = measure.grade_choice(answer, am.ratio, STEP_EDGES, STEP_CHOICES, fmt=lambda v: f"{v:.2f}x")
         text = (f"Autocast cut the GEMM time per step {a32.gemm / am.gemm:.1f}x ({us(a32.gemm)} to {us(am.gemm)}); "
                 f"the whole step went from {_ms(a32.step.median)} to {_ms(am.step.median)}, "
@@ -583,8 +585,8 @@ def step_time(timed, run, tf32, amp, fused) -> None:
                          f"({fu.ratio.median:.2f}x round by round, IQR {lo:.2f}x to {hi:.2f}x). It cut both sides: the "
                          f"CPU's time to issue a step from {_ms(a32.host.median) if a32.host else '-'} to "
                          f"{_ms(fu.host.median) if fu.host else '-'} ({PerStep(run).ops:g} optimizer ops per step "
-                         f"become {PerStep(fused).ops:g}: 12.optimizer's table), and the GPU's work from {us(a32.gpu)} to {us(fu.gpu)}; the step "
-                         "followed. ")
+                         f"become {PerStep(fused).ops:g}: 12.optimizer's table), and the GPU's work from "
+                         f"{us(a32.gpu)} to {us(fu.gpu)}; the step followed. ")
             elif lo > 1:
                 text += f"Fused AdamW made the step longer here ({fu.ratio.text()}). "
             else:
@@ -671,8 +673,9 @@ def exercise_optimizer_ops(cpu_run) -> None:
                 "is on the GPU, in launches.")
 
     widgets.exercise("the optimizer on the CPU",
-                     "On the CPU, will for-each AdamW (<code>foreach=True</code>) dispatch fewer ATen ops per step than "
-                     "one parameter at a time? Write down a factor, then ask for the solution (it runs on this CPU).",
+                     "On the CPU, will for-each AdamW (<code>foreach=True</code>) dispatch fewer ATen ops per step "
+                     "than one parameter at a time? Write down a factor, then ask for the solution (it runs on this "
+                     "CPU).",
                      solution)
 
 
