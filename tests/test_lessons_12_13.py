@@ -62,3 +62,49 @@ def test_backward_share_and_equal_flops(runs):
     shares = [d["backward"] / sum(d.values()) for d in per]
     assert all(1 / 3 < s < 0.5 for s in shares)
     assert n12.equal_flops_ratio(runs["fp32"]) > 1.3
+
+
+# --- notebook 13 ----------------------------------------------------------------------------------------------------
+
+from helpers.lessons import n13_gpu_memory as n13  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def memory_runs():
+    return (recorded(train_step(batch=4096, memory=True), warm=True),
+            recorded(train_step(batch=4096, memory=True, checkpoint=True), warm=True))
+
+
+def test_checkpointing_reruns_each_blocks_first_linear_and_stops_before_the_second(memory_runs):
+    """Issue 19 (13): not "forward ran twice": two more GEMMs a step, and two Linear ops that launch nothing."""
+    _, ckpt = memory_runs
+    ops = n13.recomputed_ops(ckpt.trace)
+    assert [(x["op"], len(x["gemms"])) for x in ops] == [("aten::linear", 1), ("aten::gelu", 0),
+                                                          ("aten::linear", 0)] * 2
+    assert all(x["gpu_us"] == 0 for x in ops if x["op"] == "aten::linear" and not x["gemms"])
+
+
+def test_reserved_stays_up_while_allocated_falls(memory_runs):
+    run, _ = memory_runs
+    name, lo_alloc, lo_res, hi_res = n13.reserved_in_last_step(run)
+    assert lo_res == hi_res and lo_alloc < 0.5 * hi_res
+
+
+def test_the_peak_sits_in_backward_after_forward_ended_lower(memory_runs):
+    run, _ = memory_runs
+    place = n13.peak_place(run)
+    assert place["label"] == "backward" and place["step"] == "ProfilerStep#2"
+    assert place["at_start"] < place["at_end_of_forward"] < place["peak"].peak_allocated
+    assert place["before"][-1][2] == place["peak"].peak_allocated
+
+
+def test_the_peak_reveal_draws_allocated_alone(memory_runs, monkeypatch):
+    """13.reserved is asked after 13.peak: 13.peak's plot must not show the reserved line (issue 20's leak)."""
+    from helpers import show
+
+    run, _ = memory_runs
+    figs = []
+    monkeypatch.setattr(show, "display_figure", figs.append)
+    n13._timeline(run, "t", reserved=False)
+    n13._timeline(run, "t")
+    assert [[ln.get_label() for ln in f.axes[0].lines] for f in figs] == [["allocated"], ["allocated", "reserved"]]
