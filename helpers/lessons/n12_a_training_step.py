@@ -148,6 +148,8 @@ def backward_share(run) -> None:
     total = sum(med.values())
 
     def reveal(answer):
+        if not shares:
+            return widgets.verdict(None, "This trace holds no recorded step with GPU work.")
         show.display_figure(plots.bars(med, title=f"{run.tag}: GPU time per step, by phase (median of the "
                                                   f"{len(per)} recorded steps)", unit="us"))
         rows = gemm_rows(run)
