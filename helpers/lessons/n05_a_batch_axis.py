@@ -62,6 +62,10 @@ def op(batched, flat) -> None:
     g, g0 = facts.top_kernel(batched.trace, kk.GEMM), facts.top_kernel(flat.trace, kk.GEMM)
 
     def reveal(answer):
+        if g is None or g0 is None:
+            return widgets.verdict(answer == actual, f"With a batch axis, <code>aten::matmul</code> hands the multiply "
+                                   f"to <b>{show.code(name)}</b>; one of the two traces holds no GEMM kernel to "
+                                   "compare.", actual=actual)
         same = ("the same kernel as without the batch" if g.name == g0.name else
                 f"where the 2-D call ran {show.code(g0.name, 60)}")
         per_step = facts.work_per_call(batched.trace).get(kk.GEMM, 0)
@@ -75,7 +79,7 @@ def op(batched, flat) -> None:
 
     widgets.ask("05.op", "With (8, 64, 64) inputs, which ATen op does the multiply?", choices=OP_CHOICES,
                 default=OP_CHOICES[0], reveal=reveal,
-                decides=lambda: [spoilers.name(name), spoilers.value(_blocks(g), "thread blocks")])
+                decides=lambda: [spoilers.name(name)] + ([spoilers.value(_blocks(g), "thread blocks")] if g else []))
 
 
 def cost_ratio(timed) -> Spread:

@@ -332,7 +332,7 @@ def idle(result, source: str) -> None:
         res, src = get()
         ratio = first_over_next(res, gap)
         g = measure.grade_choice(answer, ratio, IDLE_EDGES, IDLE_CHOICES)
-        _picture(res, [PAUSED], f"{res['size']} x {res['size']} GEMM ({res['dtype']}) after a pause, {res['device']}")
+        _picture(res, [PAUSED], f"a {res['size']} x {res['size']} GEMM after a pause")
         first, nxt = first_spread(res, PAUSED, gap), Spread.of([r["second_us"] for r in _rows(res, PAUSED, gap)])
         gs = pauses(res)
         zero = first_spread(res, PAUSED, gs[0]) if gs and gs[0] == 0 else None
@@ -434,7 +434,7 @@ def why_idle(result, source: str) -> None:
         res, src = get()
         g = why_grade(answer, res)
         conds = [c for c in idle_gpu.CONDITIONS if any(r["condition"] == c for r in res["rows"])]
-        _picture(res, conds, f"{res['size']} x {res['size']} GEMM ({res['dtype']}), three conditions, {res['device']}")
+        _picture(res, conds, f"a {res['size']} x {res['size']} GEMM after a pause, three conditions")
         st = res["steady"]
         show.table([(c, f"{p:g} s", us(a), us(b), _clock_range(_rows(res, c, p)))
                     for c, p, a, b, _ in idle_gpu.summary(res)]
