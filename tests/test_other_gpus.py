@@ -62,9 +62,12 @@ def depends_on_the_gpu(path: Path) -> bool:
 
     from helpers.colab import bootstrap_source
 
+    from helpers.lessons import code_of
+
     nb = nbformat.read(path, as_version=4)
+    lesson = code_of(path)[len("\n".join(c.source for c in nb.cells if c.cell_type == "code")):]
     return any(GPU_DEPENDENT_CODE.search(c.source) for c in nb.cells
-               if c.cell_type == "code" and c.source != bootstrap_source())
+               if c.cell_type == "code" and c.source != bootstrap_source()) or bool(GPU_DEPENDENT_CODE.search(lesson))
 
 
 CASES = ([("T4", p) for p in NOTEBOOKS]

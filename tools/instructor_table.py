@@ -35,9 +35,19 @@ def notebooks() -> list[Path]:
 
 
 def source_of(path: Path) -> str:
-    nb = json.loads(path.read_text())
-    return "\n".join("".join(c["source"]) if isinstance(c["source"], list) else c["source"]
-                     for c in nb["cells"] if c["cell_type"] == "code")
+    """The notebook's code and its lesson module's (where its questions now live)."""
+    from helpers.lessons import code_of
+
+    return code_of(path)
+
+
+def questions_of(path: Path, journal: dict | None = None) -> list[str]:
+    """The notebook's question ids, in the order a headless run asked them (the journal's), else as written."""
+    keys = list(dict.fromkeys(ASK.findall(source_of(path))))
+    if journal:
+        order = {k: i for i, k in enumerate(journal)}
+        keys.sort(key=lambda k: order.get(k, len(order)))
+    return keys
 
 
 def title_of(path: Path) -> str:
@@ -66,7 +76,7 @@ def block(journal: dict) -> str:
            "the article's A100 with this GPU (`vs-`) show which side the recorded run put further out.", ""]
     for path in notebooks():
         src = source_of(path)
-        keys = list(dict.fromkeys(ASK.findall(src)))
+        keys = questions_of(path, journal)
         figs = list(dict.fromkeys(FIG.findall(src)))
         out += [f"#### {title_of(path)} (`{path.name}`)", "",
                 "| question | asks | the recorded run showed |", "| --- | --- | --- |"]

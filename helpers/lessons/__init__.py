@@ -11,3 +11,19 @@ of the lesson.
 These modules may import every other part of ``helpers``; nothing in
 ``helpers`` imports them.
 """
+
+import json as _json
+import re as _re
+from pathlib import Path as _Path
+
+_IMPORT = _re.compile(r"from helpers\.lessons import (\w+)")
+
+
+def code_of(notebook: str | _Path) -> str:
+    """The code a notebook runs: its code cells, then the source of the lesson module(s) it imports."""
+    nb = _json.loads(_Path(notebook).read_text())
+    cells = "\n".join("".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+                      for c in nb["cells"] if c["cell_type"] == "code")
+    here = _Path(__file__).parent
+    modules = [here / f"{m}.py" for m in dict.fromkeys(_IMPORT.findall(cells))]
+    return "\n".join([cells] + [m.read_text() for m in modules if m.is_file()])
