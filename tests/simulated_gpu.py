@@ -281,6 +281,19 @@ def _serve_from_reference(gpu: SimulatedGPU, runner: Any) -> None:
     runner.run_fresh = serve("run_fresh")
 
 
+def _serve_comparisons() -> None:
+    """Comparisons timed in turn (:mod:`helpers.comparisons`) come from the reference set's recording, as the
+    profiled runs do: timed live here, every workload of a group would run on this CPU."""
+    from helpers import comparisons
+
+    live = comparisons.measure
+
+    def measure(name, *, on="auto"):
+        return live(name, on=on) if on == "cpu" else comparisons.recorded(name)
+
+    comparisons.measure = measure
+
+
 def _log_questions(log: Path) -> None:
     """Every question asked, with its text, its choices and the verdicts its reveal gave, one JSON line each."""
     from helpers import widgets
@@ -292,7 +305,7 @@ def _log_questions(log: Path) -> None:
         given.append([hit, explanation])
         return verdict(hit, explanation, actual=actual)
 
-    def logged_ask(qid, prompt, *, reveal, default, choices=None, unit=None, kind="predict"):
+    def logged_ask(qid, prompt, *, reveal, default, choices=None, unit=None, kind="predict", **kw):
         given.clear()
         returned: list[Any] = []
 
@@ -301,7 +314,7 @@ def _log_questions(log: Path) -> None:
             return returned[-1]
 
         try:
-            ask(qid, prompt, reveal=kept, default=default, choices=choices, unit=unit, kind=kind)
+            ask(qid, prompt, reveal=kept, default=default, choices=choices, unit=unit, kind=kind, **kw)
         finally:
             entry = {"qid": qid, "prompt": prompt, "choices": choices, "default": default, "unit": unit,
                      "kind": kind, "hit": returned[-1] if returned else None, "revealed": bool(returned),
@@ -330,6 +343,7 @@ def install(spec: dict[str, Any]) -> None:
         _redirect_cuda_to_cpu(torch)
         _profiler_without_cuda(torch)
         _serve_from_reference(gpu, runner)
+        _serve_comparisons()
     mode.environment.cache_clear()
     e = mode.environment()
     want = "live" if spec["gpu"] is not None else "recorded"

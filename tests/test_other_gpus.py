@@ -5,7 +5,8 @@ served from the reference set in that GPU's dtype (tests/simulated_gpu.py says h
 simulate). Per run:
 
 (a) the notebook runs to the end;
-(b) every prediction in the journal got a verdict: none is unanswerable on that GPU;
+(b) every prediction in the journal got a verdict, or was graded inconclusive on its spread: none is
+    unanswerable on that GPU;
 (c) on the T4, which has no native bf16 and runs the series in fp16, no markdown and no output says bf16 or
     bfloat16, apart from what the helpers attribute to someone else's run (the article's A100 figures) and
     the banner's note that this GPU has no bf16;
@@ -63,8 +64,11 @@ def depends_on_the_gpu(path: Path) -> bool:
     from helpers.colab import bootstrap_source
 
     nb = nbformat.read(path, as_version=4)
-    return any(GPU_DEPENDENT_CODE.search(c.source) for c in nb.cells
-               if c.cell_type == "code" and c.source != bootstrap_source())
+    cells = [c.source for c in nb.cells if c.cell_type == "code" and c.source != bootstrap_source()]
+    # a notebook's reveals live in its lesson module (helpers/lessons/): what they use counts as the notebook's code
+    lessons = [sim.ROOT / "helpers" / "lessons" / f"{m}.py" for c in cells
+               for m in re.findall(r"from helpers\.lessons import (\w+)", c)]
+    return any(GPU_DEPENDENT_CODE.search(src) for src in cells + [p.read_text() for p in lessons if p.is_file()])
 
 
 CASES = ([("T4", p) for p in NOTEBOOKS]
@@ -114,7 +118,7 @@ def problems(run: NotebookRun, gpu: sim.SimulatedGPU) -> list[str]:
         found.append("(a) a cell failed:\n      " + "\n      ".join(tail))
     logged = {q["qid"]: q for q in run.questions}
     for qid, entry in run.journal.items():  # (b)
-        if entry.get("hit") is None and qid not in OPEN_BY_DESIGN:
+        if entry.get("hit") is None and entry.get("status") != "inconclusive" and qid not in OPEN_BY_DESIGN:
             why = "; ".join(v[1] for v in logged.get(qid, {}).get("verdicts", []) if v[0] is None)
             if qid in NOISY_CPU_TIMING and NOISY_CPU_TIMING[qid] in why:
                 continue

@@ -35,9 +35,25 @@ def notebooks() -> list[Path]:
 
 
 def source_of(path: Path) -> str:
+    """The notebook's code, each ``lesson.f(...)`` call followed by ``f``'s source (its questions live in its lesson
+    module, ``helpers/lessons/``), so that the questions come in the order the notebook asks them."""
+    import importlib
+    import inspect
+
     nb = json.loads(path.read_text())
-    return "\n".join("".join(c["source"]) if isinstance(c["source"], list) else c["source"]
-                     for c in nb["cells"] if c["cell_type"] == "code")
+    out = []
+    for c in nb["cells"]:
+        if c["cell_type"] != "code":
+            continue
+        code = "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+        out.append(code)
+        for mod in re.findall(r"from helpers\.lessons import (\w+) as lesson", code):
+            lesson = importlib.import_module(f"helpers.lessons.{mod}")
+        for name in re.findall(r"\blesson\.(\w+)\(", code):
+            fn = getattr(lesson, name, None)  # noqa: F821 - set by the notebook's import cell, which comes first
+            if callable(fn):
+                out.append(inspect.getsource(fn))
+    return "\n".join(out)
 
 
 def title_of(path: Path) -> str:

@@ -222,7 +222,7 @@ def backends(runs: dict, ok: dict, naive_run, timed) -> None:
                      "inputs with <code>aten::to</code> before multiplying, all as separate kernels."
                      if names else "")
         show.versus([("fastest backend (GPU time per call)", article.fig("fastest_backend").value, fastest),
-                     ("math backend: kernels per call", article.fig("math_kernels").text(),
+                     ("math backend: kernels per call (this GPU: pieces of GPU work)", article.fig("math_kernels").text(),
                       str(pieces(ok["math"])) if "math" in ok else "-")]
                     + [(f"{b}: CPU time per call", article.fig("cpu_" + b).text(),
                         f"{us(ok[b].cpu_per_call_us)} profiled, {us(timed.spread(b).median)} unprofiled"
