@@ -99,8 +99,10 @@ FIGURES: dict[str, Figure] = {f.key: f for f in [
     # Part 2 and Part 3, as the series review (seed 003) reports them
     Figure("mlp_intermediate", 50, "MB", "GeGLU MLP, batch 64, seq 128, dim 768, hidden 3072, bf16",
            "Part 2, as the series review reports it"),
-    Figure("naive_kernels", 6, "count", _P3 + ", hand-written, out-of-place masked_fill", "Part 3"),
-    Figure("inplace_kernels", 5, "count", _P3 + ", hand-written, in place", "Part 3"),
+    # The review counts 5 kernels for the hand-written version without saying which (out of place or in place);
+    # Part 3 itself is not among the source texts, so no per-version count is quoted.
+    Figure("handwritten_kernels", 5, "count", _P3 + ", hand-written (the review does not say which version)",
+           "Part 3, as the series review reports it"),
     Figure("math_kernels", 20, "count", _P3 + ", SDPA math backend", "Part 3, as the series review reports it"),
     Figure("math_slowdown", 3.7, "x", _P3 + ", SDPA math against the hand-written version",
            "Part 3, as the series review reports it"),

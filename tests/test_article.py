@@ -26,3 +26,13 @@ def test_units_and_text():
 def test_an_unknown_figure_names_the_known_ones():
     with pytest.raises(KeyError, match="self_cpu_64"):
         article.fig("nope")
+
+
+def test_part3_counts_are_the_reviews():
+    """Part 3 is not among the source texts: its kernel counts are the series review's (hand-written 5, math 20)."""
+    assert article.fig("handwritten_kernels").value == 5
+    assert article.fig("math_kernels").value == 20
+    for key in ("handwritten_kernels", "math_kernels"):
+        assert "series review" in article.fig(key).where
+    for gone in ("naive_kernels", "inplace_kernels"):  # counts per version the review does not give
+        assert gone not in article.FIGURES

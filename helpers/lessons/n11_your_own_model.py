@@ -1,0 +1,249 @@
+"""Notebook 11's questions: what diagnose() puts first for two transformer blocks, whether compile pays on the CPU
+(unprofiled, timed in turn), which run the profiler slows more, a Perfetto look at the compiled blocks, and a
+trace nobody here wrote."""
+
+from __future__ import annotations
+
+from .. import facts, gpu_calls, measure, plots, show, spoilers, widgets
+from .. import kernel_kinds as kk
+from ..diagnose import diagnose, text as findings_text
+from ..measure import Estimate, Spread, ratio_range
+from ..mode import environment
+from ..text import us
+from . import _shared
+
+
+def _said(text: str) -> spoilers.Fact:
+    """A fact as the reveal prints it, words included: a bare time or share also stands for other things."""
+    return spoilers.Fact("name", text)
+
+
+def _fmt_x(v: float) -> str:
+    return f"{v:.2f}x"
+
+
+# --- 11.blocks ---------------------------------------------------------------------------------------------
+
+MAIN_CHOICES = ["overhead-bound: the GPU waits for the CPU", "compute-bound: the kernels set the pace",
+                "a cold start in the first step", "nothing: a clean trace"]
+_RULE_CHOICE = {"overhead-bound": MAIN_CHOICES[0], "compute-bound": MAIN_CHOICES[1], "cold-start": MAIN_CHOICES[2]}
+
+
+def main_finding(found) -> str:
+    """The choice for the first of diagnose's findings (in its own order) that one of the choices names."""
+    return next((_RULE_CHOICE[f.rule] for f in found if f.rule in _RULE_CHOICE), MAIN_CHOICES[3])
+
+
+def issue_against_gpu(run, timed) -> Spread | None:
+    """Unprofiled CPU time to issue one call (timed in turn) over the GPU time one call launched (each recorded
+    call), every pairing: above 1, the GPU waits for the CPU even with nobody watching."""
+    if "eager" not in timed.labels:
+        return None
+    return ratio_range(timed.spread("eager"), gpu_calls.per_call(run))
+
+
+def blocks(run, timed) -> None:
+    """11.blocks: what diagnose() puts first for the two transformer blocks, and whether it holds unprofiled."""
+    found = diagnose(run.trace)
+    actual = main_finding(found)
+    first = found[0] if found else None
+
+    def reveal(answer):
+        print(findings_text(found))
+        b = run.summary.balance
+        r = issue_against_gpu(run, timed)
+        plain = ""
+        if r is not None and actual == MAIN_CHOICES[0]:
+            lo, hi = r.quartiles
+            gpu = gpu_calls.per_call(run)
+            plain = (f" The trace's CPU times are those of a profiled program (notebook 00). Without the profiler "
+                     f"({timed.source}), issuing one call takes the CPU {us(timed.spread('eager').median)} against "
+                     f"{us(gpu.median)} of GPU work per call: {r.text(_fmt_x)}, "
+                     + ("so the GPU waits for the CPU even with nobody watching." if lo > 1 else
+                        "so without the profiler the GPU would not wait: the verdict is the profiler's doing."
+                        if hi < 1 else "too close to 1 to say whether the verdict holds without the profiler."))
+        return widgets.verdict(
+            answer == actual,
+            f"On this run the GPU is busy {b.gpu_busy_share:.0%} of the window, and its time is {b.ratio:.0%} of the "
+            f"CPU's. {len(run.summary.kernels)} different kernels ran; each finding above lists its evidence from "
+            f"the trace and the notebook that explains it.{plain}", actual=actual)
+
+    widgets.ask("11.blocks", "What will diagnose() report as the main issue for the two transformer blocks?",
+                choices=MAIN_CHOICES, default="compute-bound: the kernels set the pace", reveal=reveal,
+                decides=lambda: [_said(e) for e in (first.evidence[:1] if first else [])])
+
+
+# --- 11.compile --------------------------------------------------------------------------------------------
+
+CHOICES = ["compiled is cheaper on the CPU", "about the same", "compiled is dearer on the CPU"]
+EDGES = [0.9, 1.1]
+
+
+def compile_graded(timed, answer=None) -> measure.Graded:
+    """Compiled over eager, one call's CPU time, unprofiled and round by round."""
+    return measure.grade_choice(answer, timed.ratio("compiled", "eager"), EDGES, CHOICES, fmt=_fmt_x)
+
+
+def compile_blocks(eager, compiled, timed) -> None:
+    """11.compile: compiled, do the two blocks cost more or less CPU time per call than eager?"""
+    ratio = timed.ratio("compiled", "eager")
+
+    def reveal(answer):
+        g = compile_graded(timed, answer)
+        rows = []
+        for label, r in (("eager", eager), ("compiled", compiled)):
+            plain = timed.spread(label)
+            rows.append((label, us(r.cpu_per_call_us), plain.text(), f"{r.cpu_per_call_us / plain.median:.1f}x",
+                         gpu_calls.per_call(r).text(), sum(facts.work_per_call(r.trace).values())))
+        show.table(rows, ["", "CPU per call, profiled (trace)", "CPU per call, unprofiled (timed in turn)",
+                          "profiled / unprofiled", "GPU per call (each recorded call)", "GPU work per call"])
+        _shared.spread_figure({k: timed.spread(k) for k in ("eager", "compiled")},
+                              title="Two transformer blocks: one call's CPU time, timed in turn without the profiler")
+        print(findings_text(diagnose(compiled.trace)))
+        e, c = eager.cpu_per_call_us, compiled.cpu_per_call_us
+        prof_choice = measure.bucket(c / e, EDGES, CHOICES)
+        ge, gc = gpu_calls.per_call(eager), gpu_calls.per_call(compiled)
+        ne, nc = (sum(facts.work_per_call(r.trace).values()) for r in (eager, compiled))
+        return widgets.grade(
+            g, f"Without the profiler ({timed.source}), one compiled call costs <b>{_fmt_x(ratio.median)}</b> the CPU "
+            f"time of an eager one ({us(timed.spread('compiled').median)} against {us(timed.spread('eager').median)}"
+            f", the ratio taken round by round). In the traces: {us(c)} against {us(e)} ({c / e:.2f}x, "
+            f"{min(eager.cpu_per_call.n, compiled.cpu_per_call.n)} steady steps each: shown, not graded), " + ("the same verdict. " if prof_choice == g.actual else
+                               f"which alone would say '{prof_choice}': the profiler stretched the two differently "
+                               "(the table's fourth column). ")
+            + f"On the GPU, compile ran {nc} pieces of GPU work per call instead of {ne}, and {us(gc.median)} of GPU "
+            f"time instead of {us(ge.median)}. Whether the CPU side gains depends on how much eager dispatch the "
+            "compiled code replaces against what its guards and wrappers cost: the exercise below tries a larger "
+            "batch.", live=environment().live)
+
+    widgets.ask("11.compile", "Compiled, will the two blocks cost more or less CPU time per call than eager?",
+                choices=CHOICES, default="about the same", reveal=reveal,
+                decides=lambda: [_said(f"{ratio.median:.2f}x the CPU time"),
+                                 _said(f"{us(timed.spread('compiled').median)} against "
+                                       f"{us(timed.spread('eager').median)}")])
+
+
+# --- 11.why-observer ---------------------------------------------------------------------------------------
+
+OBSERVER_CHOICES = ["eager: it records more events per call", "compiled", "both about equally"]
+OBSERVER_EDGES = [1 / 1.15, 1.15]
+_OBSERVER_ORDER = [OBSERVER_CHOICES[1], OBSERVER_CHOICES[2], OBSERVER_CHOICES[0]]  # eager/compiled low to high
+
+
+def stretch(run, timed, label: str) -> Estimate:
+    """Profiled (the trace's steady steps) over unprofiled (timed in turn), with the range both spreads allow."""
+    return Estimate.of(run.cpu_per_call) / Estimate.of(timed.spread(label))
+
+
+def observer_graded(eager, compiled, timed, answer=None) -> measure.Graded:
+    """The profiler's stretch of an eager call over its stretch of a compiled one, against 1/1.15 and 1.15."""
+    return measure.grade_choice(answer, stretch(eager, timed, "eager") / stretch(compiled, timed, "compiled"),
+                                OBSERVER_EDGES, _OBSERVER_ORDER, fmt=_fmt_x)
+
+
+def _events_per_step(run) -> float:
+    t = run.trace
+    return sum(1 for i in t.indices() if not t.is_gpu(i)) / max(len(facts.steps(t)), 1)
+
+
+def why_observer(eager, compiled, timed) -> None:
+    """11.why-observer: which run the profiler slows down more, per call."""
+    s_e, s_c = stretch(eager, timed, "eager"), stretch(compiled, timed, "compiled")
+
+    def reveal(answer):
+        g = observer_graded(eager, compiled, timed, answer)
+        rows = []
+        for label, r, s in (("eager", eager, s_e), ("compiled", compiled, s_c)):
+            rows.append((label, f"{_events_per_step(r):.0f}", r.cpu_per_call.text(), timed.spread(label).text(),
+                         s.text(_fmt_x)))
+        show.table(rows, ["", "CPU events per step", "CPU per call, profiled (steady steps)",
+                          "unprofiled (timed in turn)", "profiled / unprofiled"])
+        show.display_figure(plots.observer([(label, r.cpu_per_call_us, timed.spread(label).median)
+                                            for label, r in (("eager", eager), ("compiled", compiled))],
+                                           title="Two transformer blocks: CPU time per call, profiled against "
+                                                 "unprofiled"))
+        n = min(eager.cpu_per_call.n, compiled.cpu_per_call.n)
+        few = (f" The profiled side rests on {n} steady step{'s' if n != 1 else ''} per run, too few to tell a few "
+               "percent apart: a recording with more active steps (a longer schedule) would settle it."
+               if n < measure.MIN_SAMPLES else "")
+        events = f"The eager run records about {_events_per_step(eager) / _events_per_step(compiled):.1f} times " \
+                 "the CPU events per step"
+        events += ("; its calls were stretched more, as that predicts." if g.conclusive and g.actual == OBSERVER_CHOICES[0]
+                   else ", yet the two stretches are within the 15% the choices call 'about equally'."
+                   if g.conclusive and g.actual == OBSERVER_CHOICES[2] else
+                   ", yet the compiled calls were stretched more: the profiler's cost is not one price per event."
+                   if g.conclusive else "; whether that shows in the stretches, this measurement cannot say.")
+        return widgets.grade(
+            g, f"The profiler stretched an eager call <b>{s_e.mid:.2f}x</b> and a compiled one <b>{s_c.mid:.2f}x</b> "
+            f"(medians; the table gives each range). {events} When it "
+            "stretches one side more, a comparison made inside the trace is tilted, which is why 11.compile was graded "
+            f"without the profiler.{few}", live=False)
+
+    widgets.ask("11.why-observer", "Which run will the profiler slow down more, per call?", choices=OBSERVER_CHOICES,
+                default=OBSERVER_CHOICES[2], reveal=reveal,
+                decides=lambda: [_said(f"eager call {s_e.mid:.2f}x"), _said(f"compiled one {s_c.mid:.2f}x")])
+
+
+# --- 11.perfetto, the exercise, the external trace ---------------------------------------------------------
+
+def triton_per_step(run) -> int:
+    return facts.work_per_call(run.trace).get(kk.TRITON, 0)
+
+
+def perfetto_triton(compiled) -> None:
+    """11.perfetto: how many generated (Triton) kernels one step of the compiled blocks launches."""
+    n = triton_per_step(compiled)
+
+    def reveal(found):
+        steps = max(len(facts.steps(compiled.trace)), 1)
+        names = sorted((k.name, round(k.count / steps)) for k in facts.kernels(compiled.trace) if k.kind == kk.TRITON)
+        listed = ", ".join(show.code(x) + (f" (x{c} per step)" if c > 1 else "") for x, c in names)
+        return widgets.verdict(found == n, f"The last recorded step of {compiled.tag} launches <b>{n}</b> Triton "
+                               f"kernels, Inductor's own: {listed}. Their names list the ops each fused.", actual=n)
+
+    widgets.ask("11.perfetto", "In the compiled blocks trace, count the Triton kernels the last recorded step launched "
+                "(Perfetto: select them on the GPU lane; their names start with triton_).",
+                unit="kernels", default=0, reveal=reveal, kind="task",
+                decides=lambda: [spoilers.value(n, "Triton kernels")])
+
+
+def exercise_batch32() -> None:
+    """The "larger batch" exercise: eager and compiled blocks at batch 32."""
+    from ..profiling import profile
+    from ..workload import block
+
+    def solution():
+        e, c = profile(block(batch=32), warm=True), profile(block(batch=32), warm=True, compile=True)
+        show.table([(r.tag, us(r.cpu_per_call_us), r.timing.host.text() if r.timing else "-",
+                     gpu_calls.per_call(r).text(), r.summary.verdict) for r in (e, c)],
+                   ["run", "CPU per call, profiled", "unprofiled (blocks of calls)", "GPU per call", "verdict"])
+        if e.timing and c.timing:
+            cpu = ratio_range(c.timing.host, e.timing.host)
+            gpu = gpu_calls.pairs(gpu_calls.per_call(c), gpu_calls.per_call(e), lambda a, b: a / b, "x")
+            show.md(f"At batch 32, compiled over eager: {cpu.text(_fmt_x)} on the CPU (unprofiled; the two were "
+                    f"timed apart, so every pairing of their blocks), {gpu.text(_fmt_x)} on the GPU; the verdicts: "
+                    f"eager {e.summary.verdict}, compiled {c.summary.verdict}. The GPU per call against the CPU per "
+                    "call says how much more the kernels have to do at four times the batch.")
+
+    widgets.exercise("a larger batch",
+                     "With batch 32 instead of 8, will compile pay off more, less, or the same, and on which side (CPU "
+                     "or GPU)? Write it down, then ask for the solution.", solution)
+
+
+VERDICT_CHOICES = ["overhead-bound", "compute-bound"]
+
+
+def external(other) -> None:
+    """11.external: asked only where the external trace exists (a question must be answerable)."""
+    if other is None:
+        return
+    v = facts.balance(other).verdict
+
+    def reveal(answer):
+        print(f"{other.device_name}: {len(other):,} events")
+        print(findings_text(diagnose(other)))
+        return widgets.verdict(answer == v, f"diagnose() calls it <b>{v}</b>; read the findings above for the "
+                               "evidence.", actual=v)
+
+    widgets.ask("11.external", "Is that AlexNet training trace overhead-bound or compute-bound?",
+                choices=VERDICT_CHOICES, default="compute-bound", reveal=reveal)
