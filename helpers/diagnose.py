@@ -223,6 +223,10 @@ def _variance(c: Context) -> Finding | None:
                    "07")
 
 
+#: a compiled call is a tax when its traced CPU time is more than this many times the GPU work it launches
+COMPILE_TAX_FACTOR = 2.0
+
+
 def _compile(c: Context) -> Finding | None:
     comp = c.summary.compiled
     if not comp.any:
@@ -245,9 +249,11 @@ def _compile(c: Context) -> Finding | None:
     calls = t.indices((CPU_OP,), name=region) if region else []
     cpu = [t.dur[i] for i in calls]
     gpu = [facts.gpu_time_under(t, i) for i in calls]
-    if cpu and gpu and statistics.median(gpu) < statistics.median(cpu):
+    # Twice, not merely more: under the profiler a compiled call's CPU time is several times its own (notebook 08
+    # measures it), so a call whose GPU work is close to its traced CPU time is not shown to be a tax.
+    if cpu and gpu and COMPILE_TAX_FACTOR * statistics.median(gpu) < statistics.median(cpu):
         ev.append(f"each '{region}' call takes {us(statistics.median(cpu))} on the CPU and launches "
-                  f"{us(statistics.median(gpu))} of GPU work")
+                  f"{us(statistics.median(gpu))} of GPU work (more than {COMPILE_TAX_FACTOR:g}x)")
         return Finding("compile-tax", "Compiled region costs more CPU time than the GPU work it launches", ISSUE, ev,
                        "confirm it without the profiler first (torch.utils.benchmark.Timer: the profiler inflates CPU "
                        "time per op); then compile larger graphs, batch the work, or try mode='reduce-overhead' "

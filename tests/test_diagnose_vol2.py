@@ -54,7 +54,10 @@ def test_hidden_sync_names_the_ops_that_waited(found):
 def test_input_bound_and_what_overhead_bound_says_then(found):
     assert fired(found, "input-bound") == {tag("input-w0"), tag("input-w0-pin-nb"), tag("input-w4-pin-nb")}
     f = found[tag("input-w0")]["input-bound"]
-    assert f.notebook == "14" and "94%" in f.evidence[0] and "idle for 100%" in f.evidence[0]
+    from helpers import step_facts as sf
+
+    share = sf.dataloader_share(read_trace(ROOT / "traces/reference/nvidia-h200" / f"{tag('input-w0')}.json"))
+    assert f.notebook == "14" and f"({share:.0%})" in f.evidence[0] and "idle for 100%" in f.evidence[0]
     assert any("num_workers=0" in e for e in f.evidence) and "num_workers" in f.next
     for name in fired(found, "input-bound"):
         over = found[name]["overhead-bound"]
