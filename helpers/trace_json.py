@@ -32,6 +32,7 @@ _STRUCTURE = re.compile(rb'["\[\]{}]')
 _STRING_REST = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _SCALAR = re.compile(rb"[^\s,\]}]*")
 _WS = b" \t\r\n"
+_NOT_WS = re.compile(rb"[^ \t\r\n]")
 _BYTE = re.compile(r"\(byte (\d+)\)")
 
 #: The args keys the reader keeps: what the facts read (launch resources, bytes,
@@ -356,15 +357,22 @@ class _Text:
         self.blocks, self.eof = chain(self.blocks, blocks), False
 
     def skip_ws(self, pos: int) -> int:
-        """``pos`` moved past whitespace; at ``len(data)`` only at the end of the text."""
+        """``pos`` moved past whitespace; at ``len(data)`` only at the end of the text.
+
+        A run of whitespace is found at C speed and dropped a block at a
+        time, so gigabytes of it cost time in proportion and no memory.
+        """
         while True:
             data = self.data
             n = len(data)
-            while pos < n and data[pos] in _WS:
-                pos += 1
-            if pos < n or self.eof:
+            if pos < n and data[pos] not in _WS:  # nearly always: at most a space or a newline to skip
                 return pos
-            pos = self.hold(pos, 1)
+            m = _NOT_WS.search(data, pos)
+            if m is not None:
+                return m.start()
+            if self.eof:
+                return n
+            pos = self.hold(n, 1)
 
     def value_end(self, pos: int) -> tuple[int, int]:
         """Where the JSON value at ``pos`` ends, found without decoding it: (pos, end), after topping up."""
@@ -566,7 +574,9 @@ class Document:
             if m is None:
                 if not text.eof:
                     seek = max(seek, len(data) - 64)
-                    want = len(data) - pos + CHUNK
+                    # twice as much text each time, not a block more: a long stretch without a cut (one
+                    # huge event, a run of whitespace) is read in linear time, not re-joined block by block
+                    want = 2 * (len(data) - pos) + CHUNK
                     continue
                 part = self.part
                 if part is not None and self._at(len(data)) == part.end:
