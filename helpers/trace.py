@@ -25,19 +25,20 @@ from itertools import compress, repeat
 from pathlib import Path
 from typing import Any, Iterable
 
-from .categories import (ANNOTATION, CPU_GROUPS, CPU_OP, DRIVER, GPU_ANNOTATION, GPU_GROUPS, GPU_WORK, KERNEL,
-                         MEMCPY, MEMSET, OTHER, OVERHEAD, PYTHON, RUNTIME, SYNC, category_group)
+from .categories import (ANNOTATION, COUNTER_RANGE, CPU_GROUPS, CPU_OP, DRIVER, GPU_ANNOTATION, GPU_GROUPS,
+                         GPU_WORK, KERNEL, MEMCPY, MEMSET, OTHER, OVERHEAD, PYTHON, RUNTIME, SYNC, category_group)
 from .spans import covered, gc_paused, lane_spans
 from . import trace_parts, vector
 from .trace_columns import ColumnBuilder, Columns, MemoryColumns
-from .trace_json import PARSER, Document
+from .trace_json import PARSER, Document, RangeArgs
 from .trace_source import TraceError, open_text
 
 _gc_paused = gc_paused  # the name facts.py imports
 
 __all__ = ["TraceError", "Trace", "Event", "Lane", "MemoryColumns", "read_trace", "PARSER", "lane_spans", "covered",
            "category_group", "CPU_OP", "ANNOTATION", "RUNTIME", "DRIVER", "KERNEL", "MEMCPY", "MEMSET",
-           "GPU_ANNOTATION", "PYTHON", "OVERHEAD", "SYNC", "OTHER", "GPU_GROUPS", "GPU_WORK", "CPU_GROUPS"]
+           "GPU_ANNOTATION", "PYTHON", "OVERHEAD", "SYNC", "COUNTER_RANGE", "OTHER", "GPU_GROUPS", "GPU_WORK",
+           "CPU_GROUPS"]
 
 
 @dataclass(frozen=True)
@@ -184,6 +185,11 @@ class Trace:
             self._seq = {i: k for k, i in enumerate(self.seq_event)}
         k = self._seq.get(i)
         return None if k is None else (self.seq_number[k], self.seq_fwd_thread[k])
+
+    def counters(self, i: int) -> dict[str, int | float]:
+        """The hardware counters that CUPTI's range profiler recorded on event ``i`` (a counter range), or {}."""
+        a = self.args.raw.get(i)
+        return a.counters if a.__class__ is RangeArgs else {}
 
     def group_of(self, i: int) -> str:
         return self.cat_groups[self.cat_id[i]]

@@ -18,6 +18,7 @@ Without msgspec, the ``json`` module decodes every batch.
 from __future__ import annotations
 
 import json
+import math
 import re
 from itertools import chain
 from operator import attrgetter
@@ -116,6 +117,38 @@ class PlainEvent:
 
 _NO_ARGS_PLAIN = PlainArgs()
 
+
+class RangeArgs(PlainArgs):
+    """A CUPTI range-profiler event's args: the kept ones, and its counters (every other finite number).
+
+    The range profiler writes one event per kernel it replayed, with the
+    hardware counters it collected as args (``smsp__...sum``: names the user
+    chose, so no fixed list of keys can keep them).
+    """
+
+    __slots__ = ("counters",)
+
+    def __init__(self, base: Any, args: dict) -> None:
+        for attr in ARG_FIELDS:
+            setattr(self, attr, getattr(base, attr))
+        if self.correlation is UNSET:  # as msgspec's Args holds it: the column-at-a-time path reads an int
+            self.correlation = -1
+        self.counters: dict[str, int | float] = {
+            k: v for k, v in args.items()
+            if (v.__class__ is int or (v.__class__ is float and math.isfinite(v))) and k not in _KEPT_KEYS}
+
+
+_KEPT_KEYS = frozenset(ARG_FIELDS.values())
+#: Kineto's category for the range profiler's events, and the text every batch holding one contains:
+#: a batch without it (nearly all) pays one substring search and no second decode
+RANGE_CATEGORY = "cuda_profiler_range"
+_RANGE_MARK = b"profiler_range"
+
+
+def _is_range(e: Any) -> bool:
+    cat = e.cat
+    return cat.__class__ is str and cat.lower() == RANGE_CATEGORY
+
 if msgspec is not None:
     from typing import Annotated
 
@@ -141,8 +174,15 @@ if msgspec is not None:
         dur: _Duration = 0.0
         args: Args = msgspec.field(default_factory=Args)  # type: ignore[valid-type]
 
+    class _RawArgs(msgspec.Struct, gc=False):
+        """An event's category, and its args as undecoded JSON (read for the range profiler's counters)."""
+
+        cat: Any = ""
+        args: msgspec.Raw = msgspec.Raw()
+
     _NO_ARGS: Any = Args()
     _decode_events = msgspec.json.Decoder(list[RawEvent]).decode
+    _decode_raw_args = msgspec.json.Decoder(list[_RawArgs]).decode
     _decode_value = msgspec.json.Decoder().decode
     _FAST_ERRORS: tuple = (msgspec.DecodeError, RecursionError)
     PARSER = "msgspec"
@@ -152,7 +192,8 @@ else:  # pragma: no cover
     _NO_ARGS = _NO_ARGS_PLAIN
     PARSER = "json"
 
-ARG_CLASSES = (Args, PlainArgs)
+ARG_CLASSES = (Args, PlainArgs, RangeArgs)
+_EVENT_TYPES = (RawEvent, PlainEvent)
 get_correlation = attrgetter("args.correlation")
 
 
@@ -165,7 +206,34 @@ def args_dict(a: Any) -> dict:
         v = getattr(a, attr)
         if v is not UNSET:
             out[key] = v
+    if a.__class__ is RangeArgs and out.get("correlation") == -1:  # -1 stands for none, as in Args
+        del out["correlation"]
     return out
+
+
+def _with_counters(events: list, args: Iterator[Any]) -> list:
+    """``events``, their range-profiler events' args made :class:`RangeArgs`; ``args``: each event's whole args."""
+    for e, a in zip(events, args):
+        if a.__class__ is dict and e.__class__ in _EVENT_TYPES and _is_range(e) and e.args.__class__ in ARG_CLASSES:
+            e.args = RangeArgs(e.args, a)
+    return events
+
+
+def _raw_args(text: bytes) -> Iterator[Any]:
+    """Each event's whole args, decoded from ``text`` (the batch msgspec decoded) for its range events only."""
+    for r in _decode_raw_args(text):
+        if r.cat.__class__ is str and r.cat.lower() == RANGE_CATEGORY and r.args:
+            try:
+                yield _decode_value(r.args)
+            except _FAST_ERRORS:  # a number msgspec does not take (1e999): the json module's reading
+                yield _JSON.decode(bytes(r.args).decode("utf-8", "surrogatepass"))
+        else:
+            yield None
+
+
+def _counted(events: list, text: bytes) -> list:
+    """msgspec's events, with the range profiler's counters where the batch's text may hold some."""
+    return _with_counters(events, _raw_args(text)) if _RANGE_MARK in text else events
 
 
 # --- the json module: the judge ----------------------------------------------------------
@@ -230,7 +298,7 @@ def _json_events(path: Path, buf: bytes, at: int) -> list:
         raise _json_error(path, s, e, at - 1) from None
     except ValueError as e:
         raise _json_error(path, s, e, at - 1) from None
-    return [PlainEvent(e) if e.__class__ is dict else e for e in events]
+    return _plain_events(events, buf)
 
 
 def _json_events_to_end(path: Path, buf: bytes, at: int) -> tuple[list, int]:
@@ -246,7 +314,15 @@ def _json_events_to_end(path: Path, buf: bytes, at: int) -> tuple[list, int]:
         raise _json_error(path, s, e, at - 1) from None
     except ValueError as e:
         raise _json_error(path, s, e, at - 1) from None
-    return [PlainEvent(e) if e.__class__ is dict else e for e in events], _byte(s, end) - 1
+    return _plain_events(events, buf), _byte(s, end) - 1
+
+
+def _plain_events(events: list, buf: bytes) -> list:
+    """The json module's dicts as :class:`PlainEvent`; the range profiler's counters read as msgspec's path reads them."""
+    out = [PlainEvent(e) if e.__class__ is dict else e for e in events]
+    if _RANGE_MARK in buf:
+        _with_counters(out, (e.get("args") if e.__class__ is dict else None for e in events))
+    return out
 
 
 def _json_value(path: Path, buf: bytes, at: int) -> Any:
@@ -277,8 +353,9 @@ def decode_events(path: Path, buf: bytes, at: int, parser: str) -> tuple[list, b
     inside it, TraceError when it is not JSON.
     """
     if parser == "msgspec":
+        text = b"[" + buf + b"]"
         try:
-            return _decode_events(b"[" + buf + b"]"), True
+            return _counted(_decode_events(text), text), True
         except _FAST_ERRORS as e:
             if e.__class__ is msgspec.DecodeError:  # not a ValidationError: a fault in the JSON text itself
                 msg = str(e)
@@ -295,7 +372,7 @@ def decode_events_to_end(path: Path, buf: bytes, at: int, parser: str) -> tuple[
     if parser == "msgspec":
         whole = b"[" + buf
         try:
-            return _decode_events(whole), True, len(buf)
+            return _counted(_decode_events(whole), whole), True, len(buf)
         except msgspec.ValidationError:
             pass
         except _FAST_ERRORS as e:
@@ -303,7 +380,7 @@ def decode_events_to_end(path: Path, buf: bytes, at: int, parser: str) -> tuple[
             if m and str(e).startswith("JSON is malformed: trailing characters"):
                 end = whole.rfind(b"]", 0, int(m.group(1)))  # the list's ']': only whitespace follows it
                 try:
-                    return _decode_events(whole[:end + 1]), True, end
+                    return _counted(_decode_events(whole[:end + 1]), whole[:end + 1]), True, end
                 except _FAST_ERRORS:
                     pass
     events, end = _json_events_to_end(path, buf, at)
