@@ -57,7 +57,17 @@ def _ranks(folder: str):
     r = read_ranks(folder)
     for name, why in r.skipped:
         print(f"skipped {name}: {why}", file=sys.stderr)
+    for name, why in r.set_aside:
+        print(f"note: {name}: {why}", file=sys.stderr)
     return r
+
+
+def _read(path: str):
+    """One trace, read; the events set aside (durations no clock gives) said on stderr, in one line."""
+    t = read_trace(path)
+    if t.set_aside is not None:
+        print(f"note: {t.path}: {t.set_aside.line()}", file=sys.stderr)
+    return t
 
 
 def _summarize(a: argparse.Namespace) -> int:
@@ -73,7 +83,7 @@ def _summarize(a: argparse.Namespace) -> int:
         else:
             print(ranks_text(r, top=a.top))
         return 0
-    s = summarize(read_trace(a.trace))
+    s = summarize(_read(a.trace))
     if a.json:
         _print_json(s.to_json())
     else:
@@ -91,7 +101,7 @@ def _diagnose(a: argparse.Namespace) -> int:
 
         found = diagnose_ranks(_ranks(a.trace))
     else:
-        found = diagnose(read_trace(a.trace))
+        found = diagnose(_read(a.trace))
     if a.json:
         _print_json([asdict(f) for f in found])
     else:

@@ -355,6 +355,7 @@ class Ranks:
     unmatched: dict[int, int]  # rank -> collectives with no partner on some rank
     straggler: Straggler
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (file, why)
+    set_aside: list[tuple[str, str]] = field(default_factory=list)  # (file, what was left out of it and why)
 
     @property
     def end_spread_us(self) -> float | None:
@@ -387,6 +388,7 @@ class Ranks:
             "matched": [{"op": m.op, "start_us": [rnd(x) for x in m.starts_us], "dur_us": [rnd(x) for x in m.durs_us]}
                         for m in self.matched],
             "skipped": [{"path": p, "reason": why} for p, why in self.skipped],
+            **({"set_aside": [{"path": p, "reason": why} for p, why in self.set_aside]} if self.set_aside else {}),
         }
 
 
@@ -425,7 +427,8 @@ def read_ranks(folder: str | Path) -> Ranks:
     """Read every rank trace in ``folder`` and compare the ranks.
 
     Files not named ``*.json`` or ``*.json.gz``, and JSON files that are not
-    traces or name no rank, are skipped (``Ranks.skipped`` says why). Raises
+    traces or name no rank, are skipped (``Ranks.skipped`` says why); traces
+    with events set aside say so in ``Ranks.set_aside``. Raises
     :class:`TraceError`, with one line, for a folder with no rank trace left,
     and for traces that cannot be one job's: two with the same rank,
     different world sizes, a rank beyond the world size, or recordings that
@@ -438,6 +441,7 @@ def read_ranks(folder: str | Path) -> Ranks:
     if not files:
         raise TraceError(f"{folder}: the folder is empty: no rank traces to read")
     skipped: list[tuple[str, str]] = []
+    set_aside: list[tuple[str, str]] = []
     others = [p for p in files if not _is_json_name(p)]
     if others:
         more = f" and {len(others) - 3} more" if len(others) > 3 else ""
@@ -455,6 +459,8 @@ def read_ranks(folder: str | Path) -> Ranks:
         if r is None:
             skipped.append((p.name, "no rank: neither distributedInfo.rank nor 'rank<N>' in the file's name"))
             continue
+        if t.set_aside is not None:
+            set_aside.append((p.name, t.set_aside.line()))
         loaded.append(_load(t, r))
         del t
     if not loaded:
@@ -490,7 +496,7 @@ def read_ranks(folder: str | Path) -> Ranks:
     world = next((x.world_size for x in loaded if x.world_size), None)
     backend = next((x.backend for x in loaded if x.backend), None)
     return Ranks(str(folder), rows, world, backend, clock, matched,
-                 {row.rank: u for row, u in zip(rows, unmatched)}, st, skipped)
+                 {row.rank: u for row, u in zip(rows, unmatched)}, st, skipped, set_aside)
 
 
 def _check_one_job(folder: Path, loaded: list[_Rank]) -> None:

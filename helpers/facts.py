@@ -736,6 +736,7 @@ class Summary:
     compiled: Compiled
     memory: list[MemoryPeak] = field(default_factory=list)  # per device, from the [memory] events; [] without them
     counter_ranges: CounterRanges | None = None  # CUPTI's range profiler: counters, never GPU time
+    set_aside: Any = None  # helpers.trace_bounds.SetAside: events left out, their durations no clock gives
 
     @property
     def verdict(self) -> str | None:
@@ -776,6 +777,8 @@ class Summary:
         # only where the trace has them: other traces' output is unchanged
         if self.counter_ranges is not None:
             out["counter_ranges"] = asdict(self.counter_ranges)
+        if self.set_aside is not None:
+            out["set_aside"] = self.set_aside.to_json()
         return out
 
 
@@ -802,6 +805,7 @@ def summarize(trace: Trace) -> Summary:
         compiled=compiled(trace),
         memory=memory_peaks(trace),
         counter_ranges=counter_ranges(trace),
+        set_aside=trace.set_aside,
     )
 
 

@@ -28,7 +28,7 @@ from typing import Any, Iterable
 from .categories import (ANNOTATION, COUNTER_RANGE, CPU_GROUPS, CPU_OP, DRIVER, GPU_ANNOTATION, GPU_GROUPS,
                          GPU_WORK, KERNEL, MEMCPY, MEMSET, OTHER, OVERHEAD, PYTHON, RUNTIME, SYNC, category_group)
 from .spans import covered, gc_paused, lane_spans
-from . import trace_parts, vector
+from . import trace_bounds, trace_parts, vector
 from .trace_columns import ColumnBuilder, Columns, MemoryColumns
 from .trace_json import PARSER, Document, RangeArgs
 from .trace_source import TraceError, open_text
@@ -148,6 +148,8 @@ class Trace:
         self._queries: dict[tuple, array] = {}  # what indices() found, by its arguments
         #: what the facts derived once and ask again (the trace never changes after reading)
         self.memo: dict[Any, Any] = {}
+        #: events left out because no clock gives their duration (helpers.trace_bounds), or None
+        self.set_aside: trace_bounds.SetAside | None = None
         #: read by several processes (helpers.trace_parts): how many, and the workers' peak memory
         self.read_by: dict[str, int] = {"processes": 1, "worker_peak_bytes": 0}
 
@@ -517,6 +519,7 @@ def read_trace(path: str | os.PathLike, parser: str | None = None) -> Trace:
             b.add(batch, checked)
             del batch
         columns = b.finish()
+        aside = trace_bounds.set_aside(columns, path)
     finally:
         if split is not None:
             split.close()
@@ -524,6 +527,7 @@ def read_trace(path: str | os.PathLike, parser: str | None = None) -> Trace:
         if collect:
             gc.enable()
     trace = Trace(path, columns, doc.header)
+    trace.set_aside = aside
     if split is not None and split.joined:
         trace.read_by = {"processes": split.joined + 1, "worker_peak_bytes": split.worker_peak_bytes}
     return trace
