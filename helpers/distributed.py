@@ -32,7 +32,10 @@ Imports neither torch nor pandas.
 
 from __future__ import annotations
 
+import errno
+import os
 import re
+import stat
 import statistics
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -400,6 +403,31 @@ def _is_json_name(p: Path) -> bool:
     return p.name.endswith((".json", ".json.gz"))
 
 
+def _not_a_trace_file(p: Path) -> str | None:
+    """Why the folder entry ``p`` is no trace file to read, without opening it; None for a regular ``*.json(.gz)``."""
+    try:
+        st = os.stat(p)  # through a symbolic link, to what it points at
+    except OSError as e:
+        if not p.is_symlink():
+            return f"cannot be read ({e.strerror or e})"
+        if e.errno == errno.ELOOP:
+            return "a symbolic link that loops"
+        try:
+            target = os.readlink(p)
+        except OSError:
+            target = "?"
+        return f"a symbolic link to {target}, which does not exist"
+    if stat.S_ISDIR(st.st_mode):
+        return "a folder: folders inside the folder are not read (give that folder itself)"
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a named pipe" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
+                else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "not a file")
+        return f"{kind}, not a regular file: in a folder only trace files are read"
+    if not _is_json_name(p):
+        return "not named *.json or *.json.gz"
+    return None
+
+
 @dataclass
 class _Rank:
     """What is kept of one rank's trace once it is read: the trace itself is let go."""
@@ -426,29 +454,33 @@ def _load(t: Trace, rank: int) -> _Rank:
 def read_ranks(folder: str | Path) -> Ranks:
     """Read every rank trace in ``folder`` and compare the ranks.
 
-    Files not named ``*.json`` or ``*.json.gz``, and JSON files that are not
-    traces or name no rank, are skipped (``Ranks.skipped`` says why); traces
-    with events set aside say so in ``Ranks.set_aside``. Raises
+    Every other entry (files not named ``*.json`` or ``*.json.gz``, JSON
+    files that are not traces or name no rank, folders, named pipes, broken
+    symbolic links) is skipped, each with its reason in ``Ranks.skipped``;
+    traces with events set aside say so in ``Ranks.set_aside``. Raises
     :class:`TraceError`, with one line, for a folder with no rank trace left,
     and for traces that cannot be one job's: two with the same rank,
     different world sizes, a rank beyond the world size, or recordings that
     do not overlap in time. One trace is held in memory at a time.
     """
+    if isinstance(folder, str) and not folder:
+        raise TraceError("no folder named: the path given is empty")
     folder = Path(folder)
     if not folder.is_dir():
         raise TraceError(f"{folder}: no such folder" if not folder.exists() else f"{folder}: not a folder")
-    files = sorted(p for p in folder.iterdir() if p.is_file())
-    if not files:
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError as e:
+        raise TraceError(f"{folder}: cannot be read ({e.strerror or e})") from None
+    if not entries:
         raise TraceError(f"{folder}: the folder is empty: no rank traces to read")
     skipped: list[tuple[str, str]] = []
     set_aside: list[tuple[str, str]] = []
-    others = [p for p in files if not _is_json_name(p)]
-    if others:
-        more = f" and {len(others) - 3} more" if len(others) > 3 else ""
-        skipped.append((", ".join(p.name for p in others[:3]) + more, "not named *.json or *.json.gz"))
     loaded: list[_Rank] = []
-    for p in files:
-        if not _is_json_name(p):
+    for p in entries:
+        why = _not_a_trace_file(p)
+        if why is not None:
+            skipped.append((p.name, why))
             continue
         try:
             t = read_trace(p)

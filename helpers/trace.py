@@ -503,6 +503,8 @@ def read_trace(path: str | os.PathLike, parser: str | None = None) -> Trace:
     ``parser`` ("msgspec" or "json") is for tests; by default the fastest one installed.
     Raises :class:`TraceError` for a missing, empty, truncated or foreign file.
     """
+    if isinstance(path, str) and not path:  # Path("") is ".", the folder this runs in: say what is wrong instead
+        raise TraceError("no trace named: the path given is empty (give a .json or .json.gz file)")
     path = Path(path)
     blocks, close, source = open_text(path)
     parser = parser or PARSER

@@ -167,8 +167,20 @@ class _NoName(Exception):
     """A complete event without a name: the event loop words the error."""
 
 
-def _bad(path: Path, i: int, what: str) -> TraceError:
-    return TraceError(f"{path}: event #{i} {what}")
+QUOTE = 60  # characters of a name or value quoted in an error: a C++ kernel name runs to thousands
+
+
+def quoted(v: Any) -> str:
+    """``v`` as Python writes it (a name in quotes, escaped), cut to about :data:`QUOTE` characters."""
+    if v.__class__ is str and len(v) > QUOTE:
+        return repr(v[:QUOTE]) + f"... ({len(v):,} characters)"
+    text = repr(v)
+    return text if len(text) <= QUOTE + 20 else text[:QUOTE] + "..."
+
+
+def _bad(path: Path, i: int, what: str, name: Any = None) -> TraceError:
+    """Event ``i`` is unusable: what is wrong first, then the event's name, shortened."""
+    return TraceError(f"{path}: event #{i} {what}" + ("" if name is None else f" (its name: {quoted(name)})"))
 
 
 class ColumnBuilder:
@@ -371,18 +383,18 @@ class ColumnBuilder:
                 name = "end"
             t = ts.__class__
             if (t is not float and t is not int) or not -limit < ts < limit:
-                shown = "no 'ts'" if ts is UNSET else f"a 'ts' of {ts!r}"
-                raise _bad(path, i, f"({name!r}) has {shown}; expected a number of microseconds")
+                shown = "no 'ts'" if ts is UNSET else f"a 'ts' of {quoted(ts)}"
+                raise _bad(path, i, f"has {shown}; expected a number of microseconds", name)
             pid = e.pid
             tid = e.tid
             if type(pid) in (list, dict) or type(tid) in (list, dict):
-                raise _bad(path, i, f"({name!r}) has a pid or tid that is not a number or string")
+                raise _bad(path, i, "has a pid or tid that is not a number or string", name)
             li = lane_ix.get((pid, tid))
             if ph == "X":
                 dur = e.dur
                 t = dur.__class__
                 if (t is not float and t is not int) or not 0 <= dur < limit:
-                    raise _bad(path, i, f"({name!r}) has a 'dur' of {dur!r}; expected a non-negative number")
+                    raise _bad(path, i, f"has a 'dur' of {quoted(dur)}; expected a non-negative number", name)
                 cat = e.cat
             elif ph == "B":
                 open_b.setdefault((pid, tid), []).append((i, e))
@@ -395,13 +407,13 @@ class ColumnBuilder:
                 _, b = stack.pop()
                 name, dur, ts = b.name, ts - b.ts, b.ts
                 if dur < 0:
-                    raise _bad(path, i, f"({name!r}) ends before it begins")
+                    raise _bad(path, i, "ends before it begins", name)
                 args = b.args
                 cat = b.cat
             ci = cat_ix.get(cat) if cat.__class__ is str else None
             if ci is None:
                 if type(cat) is not str:
-                    raise _bad(path, i, f"({name!r}) has a 'cat' of type {type(cat).__name__}; expected a string")
+                    raise _bad(path, i, f"has a 'cat' of type {type(cat).__name__}; expected a string", name)
                 ci = self._new_cat(cat)
             ni = name_ix.get(name)
             if ni is None:
@@ -413,7 +425,7 @@ class ColumnBuilder:
             elif cpu_cat[ci]:
                 lane_cpu[li] = True
             if args.__class__ not in ARG_CLASSES:
-                raise _bad(path, i, f"({name!r}) has 'args' of type {type(args).__name__}; expected an object")
+                raise _bad(path, i, f"has 'args' of type {type(args).__name__}; expected an object", name)
             corr = args.correlation
             if corr.__class__ is not int or not 0 <= corr < corr_limit:
                 corr = -1

@@ -424,3 +424,52 @@ def test_a_rank_with_a_duration_no_clock_gives(tmp_path):
     assert run.stderr.startswith("note: rank0.json: set aside 1 event whose duration") and run.stderr.count("\n") == 1
     out = strict(run.stdout)
     assert out["set_aside"][0]["path"] == "rank0.json" and len(out["ranks"]) == 2
+
+
+# --- one line means one line --------------------------------------------------------------------
+
+TEMPLATE = "void at::native::elementwise_kernel<128, 2, " + "at::native::gpu_kernel_impl<at::native::F<float> >, " * 100 + ">"
+
+
+@pytest.mark.parametrize("field, value, cause", [
+    ("dur", -1, "has a 'dur' of -1; expected a non-negative number"),
+    ("ts", "x" * 100_000, "has a 'ts' of 'xxxxx"),
+    ("cat", 7, "has a 'cat' of type int; expected a string"),
+    ("args", [1], "has 'args' of type list; expected an object"),
+])
+def test_an_error_about_a_long_kernel_name_puts_the_cause_first(tmp_path, field, value, cause):
+    """A C++ template name runs to thousands of characters: quoted after the cause, and cut short."""
+    assert len(TEMPLATE) > 5000
+    event = _x(TEMPLATE, "kernel", 5, 3, pid=0, tid=7)
+    event[field] = value
+    path = write(tmp_path, {"traceEvents": [_x("aten::mm", "cpu_op", 0, 9), event]})
+    line = refused(cli("summarize", path), f"{path}: event #1 {cause}", "(its name: 'void at::native::elementwise")
+    assert len(line) < len(str(path)) + 300, line
+    assert line.index(cause[:12]) < line.index("its name") and f"({len(TEMPLATE):,} characters)" in line
+
+
+def test_a_file_name_with_a_newline_stays_on_one_line(tmp_path):
+    for name in ("bad\nname.json", "bad\rname.json", "bad\u2028name.json"):
+        path = tmp_path / name
+        refused(cli("summarize", path), "no such file", repr(name)[1:-1])  # escaped as Python writes it
+        path.write_text('{"traceEvents": [{"ph": "X", "name": "a"}]}')
+        refused(cli("diagnose", path), "event #0 has no 'ts'", repr(name)[1:-1])
+
+
+# --- smaller -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["summarize", "diagnose"])
+def test_an_empty_path_says_so(command):
+    refused(cli(command, ""), "no trace named: the path given is empty")
+
+
+def test_waits_on_a_trace_without_steps_are_not_said_to_be_in_steps():
+    """HTA's AlexNet trace has no ProfilerStep#: its 16 waits are in the trace, not "inside the recorded steps"."""
+    from helpers.diagnose import diagnose
+
+    found = {f.rule: f for f in diagnose(read_trace(ext(
+        "hta_critical_path_alexnet_benchmark_result_2869224_1695835535_trace.json.gz")))}
+    f = found["hidden-sync"]
+    assert f.evidence[0].startswith("16 waits for the GPU in the trace (it has no profiler steps to place them in)")
+    assert "step" not in f.title and "steps" not in " ".join(f.evidence[1:])
