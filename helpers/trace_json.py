@@ -28,6 +28,7 @@ from typing import Any, Iterator, Union
 from .trace_source import TraceError
 
 CHUNK = 1 << 16  # bytes of event text decoded at a time
+STRETCH = 1 << 20  # whitespace after an event, held: past this much, the rest is skipped as it comes, not held
 EVENT_CUT = re.compile(rb"\}\s*,\s*\{")  # between two events (or, rarely, inside one: the decoder tells)
 _STRUCTURE = re.compile(rb'["\[\]{}]')
 _STRING_REST = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*"', re.S)
@@ -444,7 +445,10 @@ class _Text:
             n = len(data)
             if pos < n and data[pos] not in _WS:  # nearly always: at most a space or a newline to skip
                 return pos
-            m = _NOT_WS.search(data, pos)
+            if not pos and n > 4096 and not data.translate(None, _WS):  # a block of nothing else: 10x a regex
+                m = None
+            else:
+                m = _NOT_WS.search(data, pos)
             if m is not None:
                 return m.start()
             if self.eof:
@@ -628,6 +632,53 @@ class Document:
             return None
         return events, checked
 
+    def _stretch(self, pos: int, tried: int) -> int:
+        """Where the text held ends in :data:`STRETCH` bytes of whitespace (one comma allowed) after a '}', the
+        offset of that '}' in ``data``; else -1. ``tried``: a '}' that was no event's end (as an offset in the text)."""
+        data = self.text.data
+        j = data.rfind(b"}", pos)
+        if j < 0 or len(data) - j < STRETCH or self._at(j) == tried:
+            return -1
+        k = _NOT_WS.search(data, j + 1)
+        if k is not None and (data[k.start()] != 0x2C or _NOT_WS.search(data, k.start() + 1) is not None):
+            return -1
+        return j
+
+    def _past_stretch(self, pos: int, j: int) -> Iterator[tuple[list, bool]]:
+        """The events from ``pos`` to the '}' at ``j``, then past the whitespace after it without holding it.
+
+        Returns (offset, True) past the list's ']' where the list ended;
+        (offset, False) where its next value starts; None when the '}' did
+        not end an event (it was in a string): the caller holds on. Whatever
+        follows is judged as the json module would judge it, in the same words.
+        """
+        text, path, parser = self.text, self.path, self.parser
+        buf, at = text.data[pos:j + 1], self._at(pos)
+        try:
+            events, checked = decode_events(path, buf, at, parser)
+        except (_Split, _Ends):  # the list may end before the '}' (the document's own): to its ']', if so
+            try:
+                events, checked, end = decode_events_to_end(path, buf, at, parser)
+            except TraceError:
+                return None  # the '}' ended no event (it was in a string): hold on, as without a stretch
+            yield events, checked
+            return pos + end, True
+        yield events, checked
+        pos = text.skip_ws(j + 1)
+        c = text.data[pos:pos + 1]
+        if c == b",":
+            comma = self._at(pos)
+            pos = text.skip_ws(pos + 1)
+            if text.data[pos:pos + 1] == b"]":
+                raise TraceError(f"{path}: the file is not valid JSON: a comma with nothing after it "
+                                 f"(a trailing comma) at byte {comma}")
+            return pos, False  # the next event (or the end of the text: the loop says it was cut short)
+        if c == b"]":
+            return pos + 1, True
+        if not c:
+            raise _cut_short(path)
+        raise self._bad(pos)
+
     def _events(self, pos: int) -> Iterator[tuple[list, bool]]:
         """The list of events from ``pos`` (just past its '['); returns the offset past its ']'.
 
@@ -642,6 +693,7 @@ class Document:
             self.part = None  # not worth cutting
         want = CHUNK
         seek = pos + want  # where to look for the next cut between two events
+        tried = -1  # the '}' (an offset in the text) last taken for the end of an event before a stretch
         while True:
             if len(text.data) - pos < want + CHUNK and not text.eof:  # read on, a few blocks at once
                 seek -= pos
@@ -650,6 +702,18 @@ class Document:
             m = EVENT_CUT.search(data, min(seek, len(data)))
             if m is None:
                 if not text.eof:
+                    j = self._stretch(pos, tried) if self.part is None else -1
+                    if j >= 0:  # a megabyte of whitespace after a '}': the events before it, then past it
+                        tried = self._at(j)
+                        past = yield from self._past_stretch(pos, j)
+                        if past is not None:
+                            pos, ended = past
+                            if ended:
+                                return pos
+                            want = CHUNK
+                            seek = pos + want
+                            continue
+                        data = text.data
                     seek = max(seek, len(data) - 64)
                     # twice as much text each time, not a block more: a long stretch without a cut (one
                     # huge event, a run of whitespace) is read in linear time, not re-joined block by block

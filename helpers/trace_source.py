@@ -144,8 +144,8 @@ def _raw_blocks(path: Path, f: Any, source: Source) -> Iterator[bytes]:
                 if out_total > GZIP_CHECK_FROM and out_total > GZIP_MAX_RATIO * read:
                     raise TraceError(
                         f"{path}: gzip data that expands more than {GZIP_MAX_RATIO} times ({out_total >> 20} MiB from "
-                        f"{_kib(read)} so far) is not a profiler trace (traces expand 5 to 40 times): it holds "
-                        "padding, not events; if it is a trace, un-gzip it and pass the JSON file")
+                        f"{_kib(read)} so far) is not a profiler trace, whose JSON expands 5 to 40 times; if it is "
+                        "one, un-gzip it and pass the JSON file")
                 yield out
     except (zlib.error, EOFError) as e:
         raise TraceError(f"{path}: gzip data is damaged or cut short ({e})") from None

@@ -9,6 +9,7 @@ hand: see the closing note of issue 23.
 
 from __future__ import annotations
 
+import json
 import time
 import zlib
 from pathlib import Path
@@ -122,3 +123,87 @@ def test_repetitive_gzip_traces_are_far_below_the_bound(tmp_path, monkeypatch):
     path = _write(tmp_path / "many.json.gz", [b'{"traceEvents":[', events, b"]}"], gz=True)
     assert len(events) / path.stat().st_size < trace_source.GZIP_MAX_RATIO / 2
     assert len(read_trace(path)) == 100_000
+
+
+def _held(monkeypatch) -> list:
+    """The length of the text held after each top-up, recorded."""
+    held: list = []
+    hold = trace_json._Text.hold
+
+    def recording(self, pos, want):
+        out = hold(self, pos, want)
+        held.append(len(self.data))
+        return out
+
+    monkeypatch.setattr(trace_json._Text, "hold", recording)
+    return held
+
+
+@pytest.mark.parametrize("kind", ["whitespace after an event", "whitespace after the last event",
+                                  "whitespace after the trace", "whitespace before the trace"])
+def test_whitespace_between_events_is_not_held(tmp_path, kind, monkeypatch):
+    """Past a megabyte of whitespace after an event, the rest is skipped as it comes: 64 MiB, a few MiB held."""
+    held = _held(monkeypatch)
+    path = _write(tmp_path / "t.json", _stretch(kind, 64 << 20))
+    assert len(read_trace(path)) in (1, 2)
+    assert max(held) < 4 * trace_json.STRETCH, max(held)
+
+
+GAP = {"short": 100, "long": 3 * trace_json.STRETCH}
+AFTER_GAP = {  # what follows an event and a gap of whitespace, and what the reader must say of it
+    "the next event": (b", " + EV2 + b"]}", None),
+    "a comma, a gap, the next event": (b",\n" + b" " * (3 << 20) + EV2 + b"]}", None),
+    "the list's end": (b"]}", None),
+    "the document's end": (b"]} \n", None),
+    "fields after the list": (b'], "traceName": "t", "x": {"a": [1]}}', None),
+    "a trailing comma": (b",\n ]}", "a comma with nothing after it (a trailing comma) at byte "),
+    "no comma": (b" " + EV2 + b"]}", "not valid JSON at byte "),
+    "a stray brace": (b"}]}", "not valid JSON at byte "),
+    "nothing: cut short": (b"", "the JSON ends too early"),
+    "a comma, then nothing": (b",  ", "the JSON ends too early"),
+    "a number for an event": (b", 7]}", "event #1 is an int, not an object"),
+}
+
+
+@pytest.mark.parametrize("after", list(AFTER_GAP))
+def test_what_follows_a_long_gap_is_judged_as_after_a_short_one(tmp_path, after, monkeypatch):
+    """Skipping a long gap without holding it changes nothing the reader says: the same events, the same error."""
+    tail, error = AFTER_GAP[after]
+    said = {}
+    skipped = []
+    past = trace_json.Document._past_stretch
+
+    def counting(self, pos, j):
+        skipped.append(j)
+        return (yield from past(self, pos, j))
+
+    monkeypatch.setattr(trace_json.Document, "_past_stretch", counting)
+    for gap, n in GAP.items():
+        path = _write(tmp_path / f"{gap}.json", [b'{"traceEvents": [' + EV, (b" ", n), tail])
+        data = path.read_bytes()
+        for parser in ("msgspec", "json"):
+            try:
+                t = read_trace(path, parser=parser)
+                said[gap, parser] = [t.name_of(i) for i in range(len(t))]
+                assert error is None, after
+                assert said[gap, parser] == [e["name"] for e in json.loads(data)["traceEvents"]]
+            except trace_source.TraceError as e:
+                assert error is not None and error in str(e), (after, str(e))
+                msg = str(e).replace(str(path), "PATH")
+                if " at byte " in msg:  # the byte named is the fault's own, wherever the gap put it
+                    at = int(msg.rsplit(" at byte ", 1)[1])
+                    assert data[at:at + 1] in (b",", b"{", b"}"), (after, gap, data[at - 5:at + 5])
+                    msg = msg.rsplit(" at byte ", 1)[0]
+                said[gap, parser] = msg
+        assert bool(skipped) == (gap == "long" or "a gap" in after), (gap, skipped)  # the long gap was skipped
+        skipped.clear()
+    assert len(set(map(str, said.values()))) == 1, said
+
+
+def test_a_brace_in_a_string_before_a_gap(tmp_path):
+    """A '}' inside a name followed by megabytes of spaces, inside the same string: every space is kept."""
+    spaces = b" " * (3 * trace_json.STRETCH)
+    event = b'{"ph": "X", "cat": "cpu_op", "name": "a}' + spaces + b'", "pid": 1, "tid": 1, "ts": 1, "dur": 2}'
+    path = _write(tmp_path / "t.json", [b'{"traceEvents": [', event, b", ", EV2, b"]}"])
+    t = read_trace(path)
+    assert [t.name_of(i) for i in range(len(t))] == ["a}" + spaces.decode(), "gemm"]
