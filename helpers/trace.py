@@ -518,7 +518,7 @@ def read_trace(path: str | os.PathLike, parser: str | None = None) -> Trace:
             split = trace_parts.Split(path, parser, b, n, source)
         doc = Document(path, blocks, parser, part=split)
         for batch, checked in doc.batches():
-            b.add(batch, checked)
+            b.add(batch, checked, doc.whole_args)
             del batch
         columns = b.finish()
         aside = trace_bounds.set_aside(columns, path)

@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from . import vector
-from .categories import CPU_OP, GPU_GROUPS, OVERHEAD, category_group
-from .trace_json import (ARG_CLASSES, ARG_FIELDS, CORR_LIMIT, LIMIT, UNSET, PlainArgs, PlainEvent, RawEvent, _a,
-                         args_dict)
+from .categories import COUNTER_RANGE, CPU_OP, GPU_GROUPS, OVERHEAD, category_group
+from .trace_json import (ARG_CLASSES, ARG_FIELDS, CORR_LIMIT, LIMIT, UNSET, PlainArgs, PlainEvent, RangeArgs, RawEvent,
+                         _a, args_dict)
 
 from .trace_source import TraceError
 
@@ -197,6 +197,10 @@ class ColumnBuilder:
         self.gpu_cat: list[bool] = []
         self.cpu_cat: list[bool] = []  # neither GPU nor the profiler's overhead
         self.seq_cat: list[bool] = []  # CPU ops: their sequence numbers are kept
+        self.range_cat: list[bool] = []  # CUPTI's range profiler: counters to read from the batch's text
+        self.any_range = False  # a category of range-profiler events was seen
+        #: the last batch's range-profiler events: (event index, position in the batch)
+        self.ranges: list[tuple[int, int]] = []
         self.i = -1  # index of the last event read, timed or not
         self.n = 0  # timed events so far
         self.lone_ends = 0  # "E" events with no "B" before them on their thread
@@ -211,6 +215,8 @@ class ColumnBuilder:
         self.gpu_cat.append(g in GPU_GROUPS)
         self.cpu_cat.append(g not in GPU_GROUPS and g != OVERHEAD)
         self.seq_cat.append(g == CPU_OP)
+        self.range_cat.append(g == COUNTER_RANGE)
+        self.any_range = self.any_range or g == COUNTER_RANGE
         return ci
 
     def _new_lane(self, key: tuple) -> int:
@@ -221,19 +227,36 @@ class ColumnBuilder:
         c.lane_cpu.append(False)
         return li
 
-    def add(self, batch: list, checked: bool) -> None:
-        """Read one batch of events; ``checked``: msgspec decoded it, so its fields have their JSON types."""
+    def add(self, batch: list, checked: bool, whole_args: Any = None) -> None:
+        """Read one batch of events; ``checked``: msgspec decoded it, so its fields have their JSON types.
+
+        ``whole_args(positions)``: the whole args of the batch's events at those
+        positions (:meth:`helpers.trace_json.Document.whole_args`), asked only
+        for range-profiler events, whose counters are kept apart.
+        """
+        self.ranges = []
         if checked:
             phs = list(map(_ph, batch))
             kinds = set(phs)
             if not kinds & _NOT_COMPLETE:
                 xs = batch if len(kinds) == 1 and "X" in kinds else list(compress(batch, map("X".__eq__, phs)))
-                if self._add_complete(xs):
+                if self._add_complete(xs, phs if xs is not batch else None):
                     if not kinds.isdisjoint(_INSTANT):
                         self._add_memory(compress(batch, map(_INSTANT.__contains__, phs)))
                     self.i += len(batch)
+                    self._add_counters(whole_args)
                     return
         self._add_each(batch)
+        self._add_counters(whole_args)
+
+    def _add_counters(self, whole_args: Any) -> None:
+        """The counters of the batch's range-profiler events, with their kept args (:class:`RangeArgs`)."""
+        if not self.ranges or whole_args is None:
+            return
+        raw = self.c.args.raw
+        for (n, _), a in zip(self.ranges, whole_args([k for _, k in self.ranges])):
+            if a is not None:
+                raw[n] = RangeArgs(raw[n], a)
 
     def _add_memory(self, instants: Any) -> None:
         """The ``[memory]`` events among these instant events."""
@@ -266,8 +289,11 @@ class ColumnBuilder:
                     codes[k] = code if code is not None else new(v)
         return codes
 
-    def _add_complete(self, xs: list) -> bool:
-        """Type-checked complete events, a column at a time; False if an event needs a closer look."""
+    def _add_complete(self, xs: list, phs: list | None) -> bool:
+        """Type-checked complete events, a column at a time; False if an event needs a closer look.
+
+        ``phs``: the batch's phases when ``xs`` is not the whole batch (to find an event's place in it).
+        """
         if not xs:
             return True
         # every field at once, then one tuple per field: fewer passes over the events than a field at a time
@@ -298,6 +324,12 @@ class ColumnBuilder:
         keep = list(map(self.keep_cat.__getitem__, cat_ids))
         if any(keep):
             c.args.raw.update(zip(compress(range(n0, n0 + len(xs)), keep), compress(argss, keep)))
+        if self.any_range:  # traces of the range profiler only
+            range_cat = self.range_cat
+            found = [k for k, ci in enumerate(cat_ids) if range_cat[ci]]
+            if found:
+                place = list(range(len(xs))) if phs is None else list(compress(range(len(phs)), map("X".__eq__, phs)))
+                self.ranges = [(n0 + k, place[k]) for k in found]
         # Few events carry a sequence number (CPU ops recorded with autograd on): found in C, then checked.
         seqs = list(map(_sequence, argss))
         found = list(compress(range(len(xs)), map(is_not, seqs, repeat(UNSET))))
@@ -341,8 +373,10 @@ class ColumnBuilder:
         lane_gpu, lane_cpu, lane_names, open_b = c.lane_gpu, c.lane_cpu, c.lane_names, self.open_b
         keep_args = c.args.raw
         keep_cat, gpu_cat, cpu_cat, seq_cat = self.keep_cat, self.gpu_cat, self.cpu_cat, self.seq_cat
+        range_cat, ranges = self.range_cat, self.ranges
         limit, corr_limit = LIMIT, CORR_LIMIT
         i, n = self.i, self.n
+        first = i + 1  # the index of the batch's first event
         c_name: list[int] = []
         c_cat: list[int] = []
         c_ts: list[float] = []
@@ -431,6 +465,8 @@ class ColumnBuilder:
                 corr = -1
             if keep_cat[ci]:
                 keep_args[n] = args
+                if range_cat[ci] and ph == "X":  # its counters: read from the batch's text, afterwards
+                    ranges.append((n, i - first))
             if seq_cat[ci] and args.sequence is not UNSET:
                 self._add_sequence(n, args)
             n += 1

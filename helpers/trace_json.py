@@ -140,15 +140,6 @@ class RangeArgs(PlainArgs):
 
 
 _KEPT_KEYS = frozenset(ARG_FIELDS.values())
-#: Kineto's category for the range profiler's events, and the text every batch holding one contains:
-#: a batch without it (nearly all) pays one substring search and no second decode
-RANGE_CATEGORY = "cuda_profiler_range"
-_RANGE_MARK = b"profiler_range"
-
-
-def _is_range(e: Any) -> bool:
-    cat = e.cat
-    return cat.__class__ is str and cat.lower() == RANGE_CATEGORY
 
 if msgspec is not None:
     from typing import Annotated
@@ -176,9 +167,8 @@ if msgspec is not None:
         args: Args = msgspec.field(default_factory=Args)  # type: ignore[valid-type]
 
     class _RawArgs(msgspec.Struct, gc=False):
-        """An event's category, and its args as undecoded JSON (read for the range profiler's counters)."""
+        """An event's args as undecoded JSON (read for the range profiler's counters)."""
 
-        cat: Any = ""
         args: msgspec.Raw = msgspec.Raw()
 
     _NO_ARGS: Any = Args()
@@ -194,7 +184,6 @@ else:  # pragma: no cover
     PARSER = "json"
 
 ARG_CLASSES = (Args, PlainArgs, RangeArgs)
-_EVENT_TYPES = (RawEvent, PlainEvent)
 get_correlation = attrgetter("args.correlation")
 
 
@@ -212,29 +201,30 @@ def args_dict(a: Any) -> dict:
     return out
 
 
-def _with_counters(events: list, args: Iterator[Any]) -> list:
-    """``events``, their range-profiler events' args made :class:`RangeArgs`; ``args``: each event's whole args."""
-    for e, a in zip(events, args):
-        if a.__class__ is dict and e.__class__ in _EVENT_TYPES and _is_range(e) and e.args.__class__ in ARG_CLASSES:
-            e.args = RangeArgs(e.args, a)
-    return events
+def whole_args(text: bytes, positions: list[int]) -> list[Any]:
+    """The whole args of the events at ``positions`` in ``text`` (a JSON list of events): each a dict, or None.
 
-
-def _raw_args(text: bytes) -> Iterator[Any]:
-    """Each event's whole args, decoded from ``text`` (the batch msgspec decoded) for its range events only."""
-    for r in _decode_raw_args(text):
-        if r.cat.__class__ is str and r.cat.lower() == RANGE_CATEGORY and r.args:
-            try:
-                yield _decode_value(r.args)
-            except _FAST_ERRORS:  # a number msgspec does not take (1e999): the json module's reading
-                yield _JSON.decode(bytes(r.args).decode("utf-8", "surrogatepass"))
-        else:
-            yield None
-
-
-def _counted(events: list, text: bytes) -> list:
-    """msgspec's events, with the range profiler's counters where the batch's text may hold some."""
-    return _with_counters(events, _raw_args(text)) if _RANGE_MARK in text else events
+    Read for the range profiler's counters, which no fixed list of keys keeps;
+    only for the few batches that hold such events. msgspec and the json module
+    give the same values (a number msgspec does not take, 1e999, is read by the
+    json module, as on the json module's path).
+    """
+    if msgspec is not None:
+        try:
+            raw = _decode_raw_args(text)
+            out = []
+            for k in positions:
+                r = raw[k].args
+                try:
+                    out.append(_decode_value(r) if r else None)
+                except _FAST_ERRORS:
+                    out.append(_JSON.decode(bytes(r).decode("utf-8", "surrogatepass")))
+            return [a if a.__class__ is dict else None for a in out]
+        except (msgspec.DecodeError, IndexError, ValueError, RecursionError):
+            pass  # what msgspec refuses, the json module reads: the same values
+    events = _JSON.decode(text.decode("utf-8", "surrogatepass"))
+    out = [events[k].get("args") if events[k].__class__ is dict else None for k in positions]
+    return [a if a.__class__ is dict else None for a in out]
 
 
 # --- the json module: the judge ----------------------------------------------------------
@@ -299,7 +289,7 @@ def _json_events(path: Path, buf: bytes, at: int) -> list:
         raise _json_error(path, s, e, at - 1) from None
     except ValueError as e:
         raise _json_error(path, s, e, at - 1) from None
-    return _plain_events(events, buf)
+    return [PlainEvent(e) if e.__class__ is dict else e for e in events]
 
 
 def _json_events_to_end(path: Path, buf: bytes, at: int) -> tuple[list, int]:
@@ -315,15 +305,7 @@ def _json_events_to_end(path: Path, buf: bytes, at: int) -> tuple[list, int]:
         raise _json_error(path, s, e, at - 1) from None
     except ValueError as e:
         raise _json_error(path, s, e, at - 1) from None
-    return _plain_events(events, buf), _byte(s, end) - 1
-
-
-def _plain_events(events: list, buf: bytes) -> list:
-    """The json module's dicts as :class:`PlainEvent`; the range profiler's counters read as msgspec's path reads them."""
-    out = [PlainEvent(e) if e.__class__ is dict else e for e in events]
-    if _RANGE_MARK in buf:
-        _with_counters(out, (e.get("args") if e.__class__ is dict else None for e in events))
-    return out
+    return [PlainEvent(e) if e.__class__ is dict else e for e in events], _byte(s, end) - 1
 
 
 def _json_value(path: Path, buf: bytes, at: int) -> Any:
@@ -354,9 +336,8 @@ def decode_events(path: Path, buf: bytes, at: int, parser: str) -> tuple[list, b
     inside it, TraceError when it is not JSON.
     """
     if parser == "msgspec":
-        text = b"[" + buf + b"]"
         try:
-            return _counted(_decode_events(text), text), True
+            return _decode_events(b"[" + buf + b"]"), True
         except _FAST_ERRORS as e:
             if e.__class__ is msgspec.DecodeError:  # not a ValidationError: a fault in the JSON text itself
                 msg = str(e)
@@ -373,7 +354,7 @@ def decode_events_to_end(path: Path, buf: bytes, at: int, parser: str) -> tuple[
     if parser == "msgspec":
         whole = b"[" + buf
         try:
-            return _counted(_decode_events(whole), whole), True, len(buf)
+            return _decode_events(whole), True, len(buf)
         except msgspec.ValidationError:
             pass
         except _FAST_ERRORS as e:
@@ -381,7 +362,7 @@ def decode_events_to_end(path: Path, buf: bytes, at: int, parser: str) -> tuple[
             if m and str(e).startswith("JSON is malformed: trailing characters"):
                 end = whole.rfind(b"]", 0, int(m.group(1)))  # the list's ']': only whitespace follows it
                 try:
-                    return _counted(_decode_events(whole[:end + 1]), whole[:end + 1]), True, end
+                    return _decode_events(whole[:end + 1]), True, end
                 except _FAST_ERRORS:
                     pass
     events, end = _json_events_to_end(path, buf, at)
@@ -519,6 +500,13 @@ class Document:
         #: read in parts (helpers.trace_parts): the text given ends at ``part.end``, where, between two
         #: events, ``part.reached(offset)`` says how to go on
         self.part = part
+        #: the text of the batch last given out: the events in it, and where its list ends (None: it goes on)
+        self.last: tuple[bytes, int | None] = (b"", None)
+
+    def whole_args(self, positions: list[int]) -> list[Any]:
+        """The whole args of the events at ``positions`` in the batch last given out (see :func:`whole_args`)."""
+        buf, end = self.last
+        return whole_args(b"[" + buf + b"]" if end is None else b"[" + buf[:end], positions)
 
     def _at(self, pos: int) -> int:
         return self.text.base + pos
@@ -630,6 +618,7 @@ class Document:
             events, checked = decode_events(self.path, tail[:-1], self._at(pos), self.parser)
         except (_Split, _Ends):
             return None
+        self.last = (tail[:-1], None)
         return events, checked
 
     def _stretch(self, pos: int, tried: int) -> int:
@@ -661,8 +650,10 @@ class Document:
                 events, checked, end = decode_events_to_end(path, buf, at, parser)
             except TraceError:
                 return None  # the '}' ended no event (it was in a string): hold on, as without a stretch
+            self.last = (buf, end)
             yield events, checked
             return pos + end, True
+        self.last = (buf, None)
         yield events, checked
         pos = text.skip_ws(j + 1)
         c = text.data[pos:pos + 1]
@@ -736,20 +727,26 @@ class Document:
                         text.go_on(how.blocks)
                     seek = pos + want
                     continue
-                events, checked, end = decode_events_to_end(path, data[pos:], self._at(pos), parser)
+                buf = data[pos:]
+                events, checked, end = decode_events_to_end(path, buf, self._at(pos), parser)
+                self.last = (buf, end)
                 yield events, checked
                 return pos + end
             end = m.start() + 1
+            buf = data[pos:end]
             try:
-                events, checked = decode_events(path, data[pos:end], self._at(pos), parser)
+                events, checked = decode_events(path, buf, self._at(pos), parser)
             except _Split:  # the cut fell inside an event: look twice as far (no endless retries)
                 want = 2 * (end - pos)
                 seek = pos + want
                 continue
             except _Ends:  # the cut was past the list's end, in what follows it
-                events, checked, end = decode_events_to_end(path, data[pos:], self._at(pos), parser)
+                buf = data[pos:]
+                events, checked, end = decode_events_to_end(path, buf, self._at(pos), parser)
+                self.last = (buf, end)
                 yield events, checked
                 return pos + end
+            self.last = (buf, None)
             yield events, checked
             pos = m.end() - 1
             want = CHUNK

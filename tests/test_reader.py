@@ -166,9 +166,16 @@ def test_range_profiler_events_are_counter_ranges_not_kernels():
 
 
 def _range_trace(n: int) -> dict:
-    """Kernels and range-profiler events alike named, with counters of every JSON type among their args."""
+    """Kernels and range-profiler events alike named, with counters of every JSON type among their args.
+
+    A thread name now and then sends its batch through the event-by-event path; the others go a column at a time.
+    """
     events = []
     for k in range(n):
+        if k % 500 == 250:
+            events.append({"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "main"}})
+        if k % 700 == 100:
+            events.append({"ph": "i", "s": "t", "name": "mark", "pid": 1, "tid": 1, "ts": 10 * k})
         events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
                        "ts": 10 * k, "dur": 2, "args": {"correlation": k}})
         events.append({"ph": "X", "cat": "kernel", "name": f"gemm_{k % 7}", "pid": 0, "tid": 7,
