@@ -4,7 +4,9 @@
 any key order, a bare list of events too), decodes every top-level value but
 ``traceEvents`` whole, and cuts the event list into batches of about
 :data:`CHUNK` bytes at event boundaries, so a trace of hundreds of megabytes is
-never held whole.
+never held whole. A stretch with no boundary in it (one huge event) is held by
+doubling, so its cost stays in proportion to its size; whitespace, between
+events or around the document, is skipped as it comes, never held.
 
 Each batch is decoded by msgspec when it is installed, into :class:`RawEvent`
 structs that keep only the fields the reader uses; of ``args`` it keeps only
