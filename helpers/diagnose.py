@@ -402,8 +402,8 @@ def _hidden_sync(c: Context) -> Finding | None:
                     "after a later synchronize")
     tips.append(f"torch.cuda.set_sync_debug_mode('warn') names each line that synchronizes ({SYNC_DEBUG}; "
                 f"when a copy call waits: {sf.SYNC_BEHAVIOUR})")
-    where = "inside the step" if c.summary.steps else "while it works"
-    return Finding("hidden-sync", f"Hidden synchronizations: the CPU waits for the GPU {where}", ISSUE, ev,
+    where = " inside the step" if c.summary.steps else ""  # no steps: no step to say it is in
+    return Finding("hidden-sync", f"Hidden synchronizations: the CPU waits for the GPU{where}", ISSUE, ev,
                    "; ".join(tips), "12")
 
 
