@@ -11,6 +11,7 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 from typing import Any, NoReturn
 
@@ -32,6 +33,15 @@ def _top(text: str) -> int:
     if n < 0:
         raise argparse.ArgumentTypeError(f"expects a whole number of rows (0 or more), not {text!r}")
     return n
+
+
+# What would start a new line in a terminal or for str.splitlines: C0 controls, DEL, NEL, the Unicode separators.
+_BREAKS = re.compile("[\x00-\x1f\x7f\x85\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """``text`` with whatever would break or garble its line (a newline in a file name) written as an escape."""
+    return _BREAKS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def _finite(x: Any) -> Any:
@@ -56,8 +66,18 @@ def _ranks(folder: str):
 
     r = read_ranks(folder)
     for name, why in r.skipped:
-        print(f"skipped {name}: {why}", file=sys.stderr)
+        print(one_line(f"skipped {name}: {why}"), file=sys.stderr)
+    for name, why in r.set_aside:
+        print(one_line(f"note: {name}: {why}"), file=sys.stderr)
     return r
+
+
+def _read(path: str):
+    """One trace, read; the events set aside (durations no clock gives) said on stderr, in one line."""
+    t = read_trace(path)
+    if t.set_aside is not None:
+        print(one_line(f"note: {t.path}: {t.set_aside.line()}"), file=sys.stderr)
+    return t
 
 
 def _summarize(a: argparse.Namespace) -> int:
@@ -73,7 +93,7 @@ def _summarize(a: argparse.Namespace) -> int:
         else:
             print(ranks_text(r, top=a.top))
         return 0
-    s = summarize(read_trace(a.trace))
+    s = summarize(_read(a.trace))
     if a.json:
         _print_json(s.to_json())
     else:
@@ -91,7 +111,7 @@ def _diagnose(a: argparse.Namespace) -> int:
 
         found = diagnose_ranks(_ranks(a.trace))
     else:
-        found = diagnose(read_trace(a.trace))
+        found = diagnose(_read(a.trace))
     if a.json:
         _print_json([asdict(f) for f in found])
     else:
@@ -148,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return a.run(a)
     except TraceError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(one_line(f"error: {e}"), file=sys.stderr)
         return 2
     except BrokenPipeError:  # `... | head`
         return 0

@@ -17,6 +17,9 @@ GPU_ANNOTATION = "gpu_annotation"
 PYTHON = "python"
 OVERHEAD = "overhead"
 SYNC = "sync"
+#: CUPTI's range profiler (Kineto's ``cuda_profiler_range``): one range per kernel replayed to
+#: collect hardware counters; its span is the collection window, not the kernel's run time
+COUNTER_RANGE = "counter_range"
 OTHER = "other"
 
 _GROUP_OF_CAT = {
@@ -36,11 +39,11 @@ _GROUP_OF_CAT = {
     "python_function": PYTHON,
     "overhead": OVERHEAD,
     "cuda_sync": SYNC,
-    "cuda_profiler_range": KERNEL,
+    "cuda_profiler_range": COUNTER_RANGE,
 }
 
 #: groups whose events run on a GPU (they put a lane on the GPU side)
-GPU_GROUPS = frozenset({KERNEL, MEMCPY, MEMSET, GPU_ANNOTATION, SYNC})
+GPU_GROUPS = frozenset({KERNEL, MEMCPY, MEMSET, GPU_ANNOTATION, SYNC, COUNTER_RANGE})
 #: groups that are device work proper (busy time, "Self CUDA")
 GPU_WORK = frozenset({KERNEL, MEMCPY, MEMSET})
 #: groups that the profiler table counts as CPU time

@@ -386,9 +386,11 @@ def _hidden_sync(c: Context) -> Finding | None:
         groups.setdefault((s.cause_op or s.op or s.calls[-1], s.annotation, s.copy), []).append(s)
     ordered = sorted(groups.values(), key=lambda g: -sum(x.dur_us for x in g))
     steps_with = {s.step for s in syncs if s.step}
-    head = f"{len(syncs)} waits for the GPU inside the recorded steps"
     if c.summary.steps:
-        head += f" (in {len(steps_with)} of {len(c.summary.steps)} steps)"
+        head = (f"{len(syncs)} waits for the GPU inside the recorded steps "
+                f"(in {len(steps_with)} of {len(c.summary.steps)} steps)")
+    else:  # no ProfilerStep#N: the waits are counted over the whole trace, the profiler's closing one left out
+        head = f"{len(syncs)} waits for the GPU in the trace (it has no profiler steps to place them in)"
     ev = [head + f", {us(sum(s.dur_us for s in syncs))} in the calls that wait"]
     ev += [_sync_text(g) for g in ordered[:5]]
     tips = []
@@ -406,7 +408,8 @@ def _hidden_sync(c: Context) -> Finding | None:
                     "after a later synchronize")
     tips.append(f"torch.cuda.set_sync_debug_mode('warn') names each line that synchronizes ({SYNC_DEBUG}; "
                 f"when a copy call waits: {sf.SYNC_BEHAVIOUR})")
-    return Finding("hidden-sync", "Hidden synchronizations: the CPU waits for the GPU inside the step", ISSUE, ev,
+    where = " inside the step" if c.summary.steps else ""  # no steps: no step to say it is in
+    return Finding("hidden-sync", f"Hidden synchronizations: the CPU waits for the GPU{where}", ISSUE, ev,
                    "; ".join(tips), "12")
 
 

@@ -32,7 +32,10 @@ Imports neither torch nor pandas.
 
 from __future__ import annotations
 
+import errno
+import os
 import re
+import stat
 import statistics
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -361,6 +364,7 @@ class Ranks:
     unmatched: dict[int, int]  # rank -> collectives with no partner on some rank
     straggler: Straggler
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (file, why)
+    set_aside: list[tuple[str, str]] = field(default_factory=list)  # (file, what was left out of it and why)
 
     @property
     def end_spread_us(self) -> float | None:
@@ -393,6 +397,7 @@ class Ranks:
             "matched": [{"op": m.op, "start_us": [rnd(x) for x in m.starts_us], "dur_us": [rnd(x) for x in m.durs_us]}
                         for m in self.matched],
             "skipped": [{"path": p, "reason": why} for p, why in self.skipped],
+            **({"set_aside": [{"path": p, "reason": why} for p, why in self.set_aside]} if self.set_aside else {}),
         }
 
 
@@ -402,6 +407,31 @@ def _when(t_us: float) -> str:
 
 def _is_json_name(p: Path) -> bool:
     return p.name.endswith((".json", ".json.gz"))
+
+
+def _not_a_trace_file(p: Path) -> str | None:
+    """Why the folder entry ``p`` is no trace file to read, without opening it; None for a regular ``*.json(.gz)``."""
+    try:
+        st = os.stat(p)  # through a symbolic link, to what it points at
+    except OSError as e:
+        if not p.is_symlink():
+            return f"cannot be read ({e.strerror or e})"
+        if e.errno == errno.ELOOP:
+            return "a symbolic link that loops"
+        try:
+            target = os.readlink(p)
+        except OSError:
+            target = "?"
+        return f"a symbolic link to {target}, which does not exist"
+    if stat.S_ISDIR(st.st_mode):
+        return "a folder: folders inside the folder are not read (give that folder itself)"
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a named pipe" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
+                else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "not a file")
+        return f"{kind}, not a regular file: in a folder only trace files are read"
+    if not _is_json_name(p):
+        return "not named *.json or *.json.gz"
+    return None
 
 
 @dataclass
@@ -430,27 +460,33 @@ def _load(t: Trace, rank: int) -> _Rank:
 def read_ranks(folder: str | Path) -> Ranks:
     """Read every rank trace in ``folder`` and compare the ranks.
 
-    Files not named ``*.json`` or ``*.json.gz``, and JSON files that are not
-    traces or name no rank, are skipped (``Ranks.skipped`` says why). Raises
+    Every other entry (files not named ``*.json`` or ``*.json.gz``, JSON
+    files that are not traces or name no rank, folders, named pipes, broken
+    symbolic links) is skipped, each with its reason in ``Ranks.skipped``;
+    traces with events set aside say so in ``Ranks.set_aside``. Raises
     :class:`TraceError`, with one line, for a folder with no rank trace left,
     and for traces that cannot be one job's: two with the same rank,
     different world sizes, a rank beyond the world size, or recordings that
     do not overlap in time. One trace is held in memory at a time.
     """
+    if isinstance(folder, str) and not folder:
+        raise TraceError("no folder named: the path given is empty")
     folder = Path(folder)
     if not folder.is_dir():
         raise TraceError(f"{folder}: no such folder" if not folder.exists() else f"{folder}: not a folder")
-    files = sorted(p for p in folder.iterdir() if p.is_file())
-    if not files:
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError as e:
+        raise TraceError(f"{folder}: cannot be read ({e.strerror or e})") from None
+    if not entries:
         raise TraceError(f"{folder}: the folder is empty: no rank traces to read")
     skipped: list[tuple[str, str]] = []
-    others = [p for p in files if not _is_json_name(p)]
-    if others:
-        more = f" and {len(others) - 3} more" if len(others) > 3 else ""
-        skipped.append((", ".join(p.name for p in others[:3]) + more, "not named *.json or *.json.gz"))
+    set_aside: list[tuple[str, str]] = []
     loaded: list[_Rank] = []
-    for p in files:
-        if not _is_json_name(p):
+    for p in entries:
+        why = _not_a_trace_file(p)
+        if why is not None:
+            skipped.append((p.name, why))
             continue
         try:
             t = read_trace(p)
@@ -461,6 +497,8 @@ def read_ranks(folder: str | Path) -> Ranks:
         if r is None:
             skipped.append((p.name, "no rank: neither distributedInfo.rank nor 'rank<N>' in the file's name"))
             continue
+        if t.set_aside is not None:
+            set_aside.append((p.name, t.set_aside.line()))
         loaded.append(_load(t, r))
         del t
     if not loaded:
@@ -496,7 +534,7 @@ def read_ranks(folder: str | Path) -> Ranks:
     world = next((x.world_size for x in loaded if x.world_size), None)
     backend = next((x.backend for x in loaded if x.backend), None)
     return Ranks(str(folder), rows, world, backend, clock, matched,
-                 {row.rank: u for row, u in zip(rows, unmatched)}, st, skipped)
+                 {row.rank: u for row, u in zip(rows, unmatched)}, st, skipped, set_aside)
 
 
 def _check_one_job(folder: Path, loaded: list[_Rank]) -> None:

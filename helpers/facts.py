@@ -21,7 +21,7 @@ from typing import Any
 from . import hardware, vector
 from . import kernel_kinds as kk
 from .memory import MemoryPeak, memory_peaks
-from .trace import (ANNOTATION, CPU_GROUPS, CPU_OP, DRIVER, GPU_WORK, MEMCPY, MEMSET, RUNTIME,
+from .trace import (ANNOTATION, COUNTER_RANGE, CPU_GROUPS, CPU_OP, DRIVER, GPU_WORK, MEMCPY, MEMSET, RUNTIME,
                     Trace, _gc_paused, covered, lane_spans)
 from .spans import clipped
 
@@ -503,6 +503,39 @@ def artifacts(trace: Trace) -> Artifacts:
     return Artifacts(bufs, closing)
 
 
+# --- counter ranges --------------------------------------------------------------
+
+
+@dataclass
+class CounterRanges:
+    """CUPTI's range-profiler events: one per kernel it replayed to read hardware counters.
+
+    A range's span is the window in which the counters were collected, the
+    same for every range of a run, not the kernel's time: ranges are never
+    counted as GPU work. Their counters are summed over the ranges.
+    """
+
+    count: int
+    kernels: int  # distinct range names (the kernels measured)
+    median_us: float  # a range's span (the collection window)
+    lanes: list[str]
+    counters: dict[str, int | float]  # counter -> its total over the ranges, by name
+
+
+def counter_ranges(trace: Trace) -> CounterRanges | None:
+    """The range profiler's ranges and their counters, or None when the trace has none."""
+    idx = trace.indices((COUNTER_RANGE,))
+    if not idx:
+        return None
+    totals: dict[str, int | float] = {}
+    for i in idx:  # file order: float totals come out the same on every path
+        for k, v in trace.counters(i).items():
+            totals[k] = totals.get(k, 0) + v
+    lanes = sorted({trace.lane[i] for i in idx})
+    return CounterRanges(len(idx), len({trace.name_id[i] for i in idx}), _median([trace.dur[i] for i in idx]),
+                         [trace.lanes[li].label for li in lanes], dict(sorted(totals.items())))
+
+
 # --- the dispatch chain ---------------------------------------------------------
 
 
@@ -702,6 +735,8 @@ class Summary:
     artifacts: Artifacts
     compiled: Compiled
     memory: list[MemoryPeak] = field(default_factory=list)  # per device, from the [memory] events; [] without them
+    counter_ranges: CounterRanges | None = None  # CUPTI's range profiler: counters, never GPU time
+    set_aside: Any = None  # helpers.trace_bounds.SetAside: events left out, their durations no clock gives
 
     @property
     def verdict(self) -> str | None:
@@ -709,7 +744,7 @@ class Summary:
 
     def to_json(self) -> dict[str, Any]:
         """The command line's ``--json`` object."""
-        return {
+        out = {
             "path": self.path,
             "parser": self.parser,
             "events": self.events,
@@ -739,6 +774,12 @@ class Summary:
                         "peak_reserved_us": round(m.peak_reserved_us, 3), "allocated_before_bytes": m.allocated_before}
                        for m in self.memory],
         }
+        # only where the trace has them: other traces' output is unchanged
+        if self.counter_ranges is not None:
+            out["counter_ranges"] = asdict(self.counter_ranges)
+        if self.set_aside is not None:
+            out["set_aside"] = self.set_aside.to_json()
+        return out
 
 
 @_gc_paused()  # many small objects that live on: no point in looking for cycles among them
@@ -763,6 +804,8 @@ def summarize(trace: Trace) -> Summary:
         artifacts=artifacts(trace),
         compiled=compiled(trace),
         memory=memory_peaks(trace),
+        counter_ranges=counter_ranges(trace),
+        set_aside=trace.set_aside,
     )
 
 

@@ -61,7 +61,10 @@ def _balance_lines(s: Summary, top: int) -> list[str]:
     out.append("")
     out.append("CPU against GPU:")
     out.append(f"  self CPU time      {us(b.self_cpu_us):>10}")
-    if b.verdict is None:
+    if b.verdict is None and s.counter_ranges is not None:
+        out.append("  no kernel, copy or fill recorded, only counter ranges (below), which are not GPU time: "
+                   "no verdict")
+    elif b.verdict is None:
         out.append("  no GPU work in this trace: no verdict")
     else:
         share = f"{b.ratio:.1%} of the CPU time" if b.self_cpu_us > 0 else "no CPU time recorded"
@@ -162,6 +165,26 @@ def _memory_lines(s: Summary, top: int) -> list[str]:
     return out
 
 
+def _counter_lines(s: Summary, top: int) -> list[str]:
+    """CUPTI's range profiler: its ranges and their counters, apart from GPU time."""
+    out: list[str] = []
+    r = s.counter_ranges
+    if r is not None:
+        out.append("")
+        out.append("counter ranges (CUPTI's range profiler: hardware counters per kernel; a range spans the "
+                   "collection window, not the kernel's time):")
+        out.append(f"  {r.count:,} ranges of {r.kernels:,} kernels on {', '.join(r.lanes)}, "
+                   f"median span {us(r.median_us)}")
+        if r.counters:
+            head = "counters, summed over the ranges"
+            out.append(f"  {head}:" if len(r.counters) <= top else f"  {head} (first {top} of {len(r.counters)}):")
+            width = min(60, max(len(k) for k in list(r.counters)[:top]))
+            for k, v in list(r.counters.items())[:top]:
+                out.append(f"    {short(k, 60):<{width}}  {v:>22,}" if isinstance(v, int) else
+                           f"    {short(k, 60):<{width}}  {v:>22,.6g}")
+    return out
+
+
 def _compile_lines(s: Summary, top: int) -> list[str]:
     """torch.compile's regions and graphs."""
     out: list[str] = []
@@ -182,7 +205,7 @@ def summary_text(s: Summary, top: int = 10) -> str:
         out.append("")
         out.append("profiler steps:" if len(s.steps) <= top else f"profiler steps (first {top} of {len(s.steps)}):")
         out += [f"  {st.name:<18} {us(st.dur_us):>10}" for st in s.steps[:top]]
-    for section in (_balance_lines, _gpu_work_lines, _copies_calls_lines, _artifacts_lines, _memory_lines,
-                    _compile_lines):
+    for section in (_balance_lines, _gpu_work_lines, _counter_lines, _copies_calls_lines, _artifacts_lines,
+                    _memory_lines, _compile_lines):
         out += section(s, top)
     return "\n".join(out)

@@ -25,19 +25,20 @@ from itertools import compress, repeat
 from pathlib import Path
 from typing import Any, Iterable
 
-from .categories import (ANNOTATION, CPU_GROUPS, CPU_OP, DRIVER, GPU_ANNOTATION, GPU_GROUPS, GPU_WORK, KERNEL,
-                         MEMCPY, MEMSET, OTHER, OVERHEAD, PYTHON, RUNTIME, SYNC, category_group)
+from .categories import (ANNOTATION, COUNTER_RANGE, CPU_GROUPS, CPU_OP, DRIVER, GPU_ANNOTATION, GPU_GROUPS,
+                         GPU_WORK, KERNEL, MEMCPY, MEMSET, OTHER, OVERHEAD, PYTHON, RUNTIME, SYNC, category_group)
 from .spans import covered, gc_paused, lane_spans
-from . import trace_parts, vector
+from . import trace_bounds, trace_parts, vector
 from .trace_columns import ColumnBuilder, Columns, MemoryColumns
-from .trace_json import PARSER, Document
+from .trace_json import PARSER, Document, RangeArgs
 from .trace_source import TraceError, open_text
 
 _gc_paused = gc_paused  # the name facts.py imports
 
 __all__ = ["TraceError", "Trace", "Event", "Lane", "MemoryColumns", "read_trace", "PARSER", "lane_spans", "covered",
            "category_group", "CPU_OP", "ANNOTATION", "RUNTIME", "DRIVER", "KERNEL", "MEMCPY", "MEMSET",
-           "GPU_ANNOTATION", "PYTHON", "OVERHEAD", "SYNC", "OTHER", "GPU_GROUPS", "GPU_WORK", "CPU_GROUPS"]
+           "GPU_ANNOTATION", "PYTHON", "OVERHEAD", "SYNC", "COUNTER_RANGE", "OTHER", "GPU_GROUPS", "GPU_WORK",
+           "CPU_GROUPS"]
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,8 @@ class Trace:
         self._queries: dict[tuple, array] = {}  # what indices() found, by its arguments
         #: what the facts derived once and ask again (the trace never changes after reading)
         self.memo: dict[Any, Any] = {}
+        #: events left out because no clock gives their duration (helpers.trace_bounds), or None
+        self.set_aside: trace_bounds.SetAside | None = None
         #: read by several processes (helpers.trace_parts): how many, and the workers' peak memory
         self.read_by: dict[str, int] = {"processes": 1, "worker_peak_bytes": 0}
 
@@ -184,6 +187,11 @@ class Trace:
             self._seq = {i: k for k, i in enumerate(self.seq_event)}
         k = self._seq.get(i)
         return None if k is None else (self.seq_number[k], self.seq_fwd_thread[k])
+
+    def counters(self, i: int) -> dict[str, int | float]:
+        """The hardware counters that CUPTI's range profiler recorded on event ``i`` (a counter range), or {}."""
+        a = self.args.raw.get(i)
+        return a.counters if a.__class__ is RangeArgs else {}
 
     def group_of(self, i: int) -> str:
         return self.cat_groups[self.cat_id[i]]
@@ -495,6 +503,8 @@ def read_trace(path: str | os.PathLike, parser: str | None = None) -> Trace:
     ``parser`` ("msgspec" or "json") is for tests; by default the fastest one installed.
     Raises :class:`TraceError` for a missing, empty, truncated or foreign file.
     """
+    if isinstance(path, str) and not path:  # Path("") is ".", the folder this runs in: say what is wrong instead
+        raise TraceError("no trace named: the path given is empty (give a .json or .json.gz file)")
     path = Path(path)
     blocks, close, source = open_text(path)
     parser = parser or PARSER
@@ -508,9 +518,10 @@ def read_trace(path: str | os.PathLike, parser: str | None = None) -> Trace:
             split = trace_parts.Split(path, parser, b, n, source)
         doc = Document(path, blocks, parser, part=split)
         for batch, checked in doc.batches():
-            b.add(batch, checked)
+            b.add(batch, checked, doc.whole_args)
             del batch
         columns = b.finish()
+        aside = trace_bounds.set_aside(columns, path)
     finally:
         if split is not None:
             split.close()
@@ -518,6 +529,7 @@ def read_trace(path: str | os.PathLike, parser: str | None = None) -> Trace:
         if collect:
             gc.enable()
     trace = Trace(path, columns, doc.header)
+    trace.set_aside = aside
     if split is not None and split.joined:
         trace.read_by = {"processes": split.joined + 1, "worker_peak_bytes": split.worker_peak_bytes}
     return trace

@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from . import vector
-from .categories import CPU_OP, GPU_GROUPS, OVERHEAD, category_group
-from .trace_json import (ARG_CLASSES, ARG_FIELDS, CORR_LIMIT, LIMIT, UNSET, PlainArgs, PlainEvent, RawEvent, _a,
-                         args_dict)
+from .categories import COUNTER_RANGE, CPU_OP, GPU_GROUPS, OVERHEAD, category_group
+from .trace_json import (ARG_CLASSES, ARG_FIELDS, CORR_LIMIT, LIMIT, UNSET, PlainArgs, PlainEvent, RangeArgs, RawEvent,
+                         _a, args_dict)
 
 from .trace_source import TraceError
 
@@ -167,8 +167,20 @@ class _NoName(Exception):
     """A complete event without a name: the event loop words the error."""
 
 
-def _bad(path: Path, i: int, what: str) -> TraceError:
-    return TraceError(f"{path}: event #{i} {what}")
+QUOTE = 60  # characters of a name or value quoted in an error: a C++ kernel name runs to thousands
+
+
+def quoted(v: Any) -> str:
+    """``v`` as Python writes it (a name in quotes, escaped), cut to about :data:`QUOTE` characters."""
+    if v.__class__ is str and len(v) > QUOTE:
+        return repr(v[:QUOTE]) + f"... ({len(v):,} characters)"
+    text = repr(v)
+    return text if len(text) <= QUOTE + 20 else text[:QUOTE] + "..."
+
+
+def _bad(path: Path, i: int, what: str, name: Any = None) -> TraceError:
+    """Event ``i`` is unusable: what is wrong first, then the event's name, shortened."""
+    return TraceError(f"{path}: event #{i} {what}" + ("" if name is None else f" (its name: {quoted(name)})"))
 
 
 class ColumnBuilder:
@@ -185,6 +197,10 @@ class ColumnBuilder:
         self.gpu_cat: list[bool] = []
         self.cpu_cat: list[bool] = []  # neither GPU nor the profiler's overhead
         self.seq_cat: list[bool] = []  # CPU ops: their sequence numbers are kept
+        self.range_cat: list[bool] = []  # CUPTI's range profiler: counters to read from the batch's text
+        self.any_range = False  # a category of range-profiler events was seen
+        #: the last batch's range-profiler events: (event index, position in the batch)
+        self.ranges: list[tuple[int, int]] = []
         self.i = -1  # index of the last event read, timed or not
         self.n = 0  # timed events so far
         self.lone_ends = 0  # "E" events with no "B" before them on their thread
@@ -199,6 +215,8 @@ class ColumnBuilder:
         self.gpu_cat.append(g in GPU_GROUPS)
         self.cpu_cat.append(g not in GPU_GROUPS and g != OVERHEAD)
         self.seq_cat.append(g == CPU_OP)
+        self.range_cat.append(g == COUNTER_RANGE)
+        self.any_range = self.any_range or g == COUNTER_RANGE
         return ci
 
     def _new_lane(self, key: tuple) -> int:
@@ -209,19 +227,36 @@ class ColumnBuilder:
         c.lane_cpu.append(False)
         return li
 
-    def add(self, batch: list, checked: bool) -> None:
-        """Read one batch of events; ``checked``: msgspec decoded it, so its fields have their JSON types."""
+    def add(self, batch: list, checked: bool, whole_args: Any = None) -> None:
+        """Read one batch of events; ``checked``: msgspec decoded it, so its fields have their JSON types.
+
+        ``whole_args(positions)``: the whole args of the batch's events at those
+        positions (:meth:`helpers.trace_json.Document.whole_args`), asked only
+        for range-profiler events, whose counters are kept apart.
+        """
+        self.ranges = []
         if checked:
             phs = list(map(_ph, batch))
             kinds = set(phs)
             if not kinds & _NOT_COMPLETE:
                 xs = batch if len(kinds) == 1 and "X" in kinds else list(compress(batch, map("X".__eq__, phs)))
-                if self._add_complete(xs):
+                if self._add_complete(xs, phs if xs is not batch else None):
                     if not kinds.isdisjoint(_INSTANT):
                         self._add_memory(compress(batch, map(_INSTANT.__contains__, phs)))
                     self.i += len(batch)
+                    self._add_counters(whole_args)
                     return
         self._add_each(batch)
+        self._add_counters(whole_args)
+
+    def _add_counters(self, whole_args: Any) -> None:
+        """The counters of the batch's range-profiler events, with their kept args (:class:`RangeArgs`)."""
+        if not self.ranges or whole_args is None:
+            return
+        raw = self.c.args.raw
+        for (n, _), a in zip(self.ranges, whole_args([k for _, k in self.ranges])):
+            if a is not None:
+                raw[n] = RangeArgs(raw[n], a)
 
     def _add_memory(self, instants: Any) -> None:
         """The ``[memory]`` events among these instant events."""
@@ -254,8 +289,11 @@ class ColumnBuilder:
                     codes[k] = code if code is not None else new(v)
         return codes
 
-    def _add_complete(self, xs: list) -> bool:
-        """Type-checked complete events, a column at a time; False if an event needs a closer look."""
+    def _add_complete(self, xs: list, phs: list | None) -> bool:
+        """Type-checked complete events, a column at a time; False if an event needs a closer look.
+
+        ``phs``: the batch's phases when ``xs`` is not the whole batch (to find an event's place in it).
+        """
         if not xs:
             return True
         # every field at once, then one tuple per field: fewer passes over the events than a field at a time
@@ -286,6 +324,12 @@ class ColumnBuilder:
         keep = list(map(self.keep_cat.__getitem__, cat_ids))
         if any(keep):
             c.args.raw.update(zip(compress(range(n0, n0 + len(xs)), keep), compress(argss, keep)))
+        if self.any_range:  # traces of the range profiler only
+            range_cat = self.range_cat
+            found = [k for k, ci in enumerate(cat_ids) if range_cat[ci]]
+            if found:
+                place = list(range(len(xs))) if phs is None else list(compress(range(len(phs)), map("X".__eq__, phs)))
+                self.ranges = [(n0 + k, place[k]) for k in found]
         # Few events carry a sequence number (CPU ops recorded with autograd on): found in C, then checked.
         seqs = list(map(_sequence, argss))
         found = list(compress(range(len(xs)), map(is_not, seqs, repeat(UNSET))))
@@ -329,8 +373,10 @@ class ColumnBuilder:
         lane_gpu, lane_cpu, lane_names, open_b = c.lane_gpu, c.lane_cpu, c.lane_names, self.open_b
         keep_args = c.args.raw
         keep_cat, gpu_cat, cpu_cat, seq_cat = self.keep_cat, self.gpu_cat, self.cpu_cat, self.seq_cat
+        range_cat, ranges = self.range_cat, self.ranges
         limit, corr_limit = LIMIT, CORR_LIMIT
         i, n = self.i, self.n
+        first = i + 1  # the index of the batch's first event
         c_name: list[int] = []
         c_cat: list[int] = []
         c_ts: list[float] = []
@@ -371,18 +417,18 @@ class ColumnBuilder:
                 name = "end"
             t = ts.__class__
             if (t is not float and t is not int) or not -limit < ts < limit:
-                shown = "no 'ts'" if ts is UNSET else f"a 'ts' of {ts!r}"
-                raise _bad(path, i, f"({name!r}) has {shown}; expected a number of microseconds")
+                shown = "no 'ts'" if ts is UNSET else f"a 'ts' of {quoted(ts)}"
+                raise _bad(path, i, f"has {shown}; expected a number of microseconds", name)
             pid = e.pid
             tid = e.tid
             if type(pid) in (list, dict) or type(tid) in (list, dict):
-                raise _bad(path, i, f"({name!r}) has a pid or tid that is not a number or string")
+                raise _bad(path, i, "has a pid or tid that is not a number or string", name)
             li = lane_ix.get((pid, tid))
             if ph == "X":
                 dur = e.dur
                 t = dur.__class__
                 if (t is not float and t is not int) or not 0 <= dur < limit:
-                    raise _bad(path, i, f"({name!r}) has a 'dur' of {dur!r}; expected a non-negative number")
+                    raise _bad(path, i, f"has a 'dur' of {quoted(dur)}; expected a non-negative number", name)
                 cat = e.cat
             elif ph == "B":
                 open_b.setdefault((pid, tid), []).append((i, e))
@@ -395,13 +441,13 @@ class ColumnBuilder:
                 _, b = stack.pop()
                 name, dur, ts = b.name, ts - b.ts, b.ts
                 if dur < 0:
-                    raise _bad(path, i, f"({name!r}) ends before it begins")
+                    raise _bad(path, i, "ends before it begins", name)
                 args = b.args
                 cat = b.cat
             ci = cat_ix.get(cat) if cat.__class__ is str else None
             if ci is None:
                 if type(cat) is not str:
-                    raise _bad(path, i, f"({name!r}) has a 'cat' of type {type(cat).__name__}; expected a string")
+                    raise _bad(path, i, f"has a 'cat' of type {type(cat).__name__}; expected a string", name)
                 ci = self._new_cat(cat)
             ni = name_ix.get(name)
             if ni is None:
@@ -413,12 +459,14 @@ class ColumnBuilder:
             elif cpu_cat[ci]:
                 lane_cpu[li] = True
             if args.__class__ not in ARG_CLASSES:
-                raise _bad(path, i, f"({name!r}) has 'args' of type {type(args).__name__}; expected an object")
+                raise _bad(path, i, f"has 'args' of type {type(args).__name__}; expected an object", name)
             corr = args.correlation
             if corr.__class__ is not int or not 0 <= corr < corr_limit:
                 corr = -1
             if keep_cat[ci]:
                 keep_args[n] = args
+                if range_cat[ci] and ph == "X":  # its counters: read from the batch's text, afterwards
+                    ranges.append((n, i - first))
             if seq_cat[ci] and args.sequence is not UNSET:
                 self._add_sequence(n, args)
             n += 1

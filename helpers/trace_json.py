@@ -4,7 +4,9 @@
 any key order, a bare list of events too), decodes every top-level value but
 ``traceEvents`` whole, and cuts the event list into batches of about
 :data:`CHUNK` bytes at event boundaries, so a trace of hundreds of megabytes is
-never held whole.
+never held whole. A stretch with no boundary in it (one huge event) is held by
+doubling, so its cost stays in proportion to its size; whitespace, between
+events or around the document, is skipped as it comes, never held.
 
 Each batch is decoded by msgspec when it is installed, into :class:`RawEvent`
 structs that keep only the fields the reader uses; of ``args`` it keeps only
@@ -18,6 +20,7 @@ Without msgspec, the ``json`` module decodes every batch.
 from __future__ import annotations
 
 import json
+import math
 import re
 from itertools import chain
 from operator import attrgetter
@@ -27,11 +30,13 @@ from typing import Any, Iterator, Union
 from .trace_source import TraceError
 
 CHUNK = 1 << 16  # bytes of event text decoded at a time
+STRETCH = 1 << 20  # whitespace after an event, held: past this much, the rest is skipped as it comes, not held
 EVENT_CUT = re.compile(rb"\}\s*,\s*\{")  # between two events (or, rarely, inside one: the decoder tells)
 _STRUCTURE = re.compile(rb'["\[\]{}]')
 _STRING_REST = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _SCALAR = re.compile(rb"[^\s,\]}]*")
 _WS = b" \t\r\n"
+_NOT_WS = re.compile(rb"[^ \t\r\n]")
 _BYTE = re.compile(r"\(byte (\d+)\)")
 
 #: The args keys the reader keeps: what the facts read (launch resources, bytes,
@@ -115,6 +120,29 @@ class PlainEvent:
 
 _NO_ARGS_PLAIN = PlainArgs()
 
+
+class RangeArgs(PlainArgs):
+    """A CUPTI range-profiler event's args: the kept ones, and its counters (every other finite number).
+
+    The range profiler writes one event per kernel it replayed, with the
+    hardware counters it collected as args (``smsp__...sum``: names the user
+    chose, so no fixed list of keys can keep them).
+    """
+
+    __slots__ = ("counters",)
+
+    def __init__(self, base: Any, args: dict) -> None:
+        for attr in ARG_FIELDS:
+            setattr(self, attr, getattr(base, attr))
+        if self.correlation is UNSET:  # as msgspec's Args holds it: the column-at-a-time path reads an int
+            self.correlation = -1
+        self.counters: dict[str, int | float] = {
+            k: v for k, v in args.items()
+            if (v.__class__ is int or (v.__class__ is float and math.isfinite(v))) and k not in _KEPT_KEYS}
+
+
+_KEPT_KEYS = frozenset(ARG_FIELDS.values())
+
 if msgspec is not None:
     from typing import Annotated
 
@@ -140,8 +168,14 @@ if msgspec is not None:
         dur: _Duration = 0.0
         args: Args = msgspec.field(default_factory=Args)  # type: ignore[valid-type]
 
+    class _RawArgs(msgspec.Struct, gc=False):
+        """An event's args as undecoded JSON (read for the range profiler's counters)."""
+
+        args: msgspec.Raw = msgspec.Raw()
+
     _NO_ARGS: Any = Args()
     _decode_events = msgspec.json.Decoder(list[RawEvent]).decode
+    _decode_raw_args = msgspec.json.Decoder(list[_RawArgs]).decode
     _decode_value = msgspec.json.Decoder().decode
     _FAST_ERRORS: tuple = (msgspec.DecodeError, RecursionError)
     PARSER = "msgspec"
@@ -151,7 +185,7 @@ else:  # pragma: no cover
     _NO_ARGS = _NO_ARGS_PLAIN
     PARSER = "json"
 
-ARG_CLASSES = (Args, PlainArgs)
+ARG_CLASSES = (Args, PlainArgs, RangeArgs)
 get_correlation = attrgetter("args.correlation")
 
 
@@ -164,7 +198,35 @@ def args_dict(a: Any) -> dict:
         v = getattr(a, attr)
         if v is not UNSET:
             out[key] = v
+    if a.__class__ is RangeArgs and out.get("correlation") == -1:  # -1 stands for none, as in Args
+        del out["correlation"]
     return out
+
+
+def whole_args(text: bytes, positions: list[int]) -> list[Any]:
+    """The whole args of the events at ``positions`` in ``text`` (a JSON list of events): each a dict, or None.
+
+    Read for the range profiler's counters, which no fixed list of keys keeps;
+    only for the few batches that hold such events. msgspec and the json module
+    give the same values (a number msgspec does not take, 1e999, is read by the
+    json module, as on the json module's path).
+    """
+    if msgspec is not None:
+        try:
+            raw = _decode_raw_args(text)
+            out = []
+            for k in positions:
+                r = raw[k].args
+                try:
+                    out.append(_decode_value(r) if r else None)
+                except _FAST_ERRORS:
+                    out.append(_JSON.decode(bytes(r).decode("utf-8", "surrogatepass")))
+            return [a if a.__class__ is dict else None for a in out]
+        except (msgspec.DecodeError, IndexError, ValueError, RecursionError):
+            pass  # what msgspec refuses, the json module reads: the same values
+    events = _JSON.decode(text.decode("utf-8", "surrogatepass"))
+    out = [events[k].get("args") if events[k].__class__ is dict else None for k in positions]
+    return [a if a.__class__ is dict else None for a in out]
 
 
 # --- the json module: the judge ----------------------------------------------------------
@@ -356,15 +418,25 @@ class _Text:
         self.blocks, self.eof = chain(self.blocks, blocks), False
 
     def skip_ws(self, pos: int) -> int:
-        """``pos`` moved past whitespace; at ``len(data)`` only at the end of the text."""
+        """``pos`` moved past whitespace; at ``len(data)`` only at the end of the text.
+
+        A run of whitespace is found at C speed and dropped a block at a
+        time, so gigabytes of it cost time in proportion and no memory.
+        """
         while True:
             data = self.data
             n = len(data)
-            while pos < n and data[pos] in _WS:
-                pos += 1
-            if pos < n or self.eof:
+            if pos < n and data[pos] not in _WS:  # nearly always: at most a space or a newline to skip
                 return pos
-            pos = self.hold(pos, 1)
+            if not pos and n > 4096 and not data.translate(None, _WS):  # a block of nothing else: 10x a regex
+                m = None
+            else:
+                m = _NOT_WS.search(data, pos)
+            if m is not None:
+                return m.start()
+            if self.eof:
+                return n
+            pos = self.hold(n, 1)
 
     def value_end(self, pos: int) -> tuple[int, int]:
         """Where the JSON value at ``pos`` ends, found without decoding it: (pos, end), after topping up."""
@@ -430,6 +502,13 @@ class Document:
         #: read in parts (helpers.trace_parts): the text given ends at ``part.end``, where, between two
         #: events, ``part.reached(offset)`` says how to go on
         self.part = part
+        #: the text of the batch last given out: the events in it, and where its list ends (None: it goes on)
+        self.last: tuple[bytes, int | None] = (b"", None)
+
+    def whole_args(self, positions: list[int]) -> list[Any]:
+        """The whole args of the events at ``positions`` in the batch last given out (see :func:`whole_args`)."""
+        buf, end = self.last
+        return whole_args(b"[" + buf + b"]" if end is None else b"[" + buf[:end], positions)
 
     def _at(self, pos: int) -> int:
         return self.text.base + pos
@@ -541,7 +620,57 @@ class Document:
             events, checked = decode_events(self.path, tail[:-1], self._at(pos), self.parser)
         except (_Split, _Ends):
             return None
+        self.last = (tail[:-1], None)
         return events, checked
+
+    def _stretch(self, pos: int, tried: int) -> int:
+        """Where the text held ends in :data:`STRETCH` bytes of whitespace (one comma allowed) after a '}', the
+        offset of that '}' in ``data``; else -1. ``tried``: a '}' that was no event's end (as an offset in the text)."""
+        data = self.text.data
+        j = data.rfind(b"}", pos)
+        if j < 0 or len(data) - j < STRETCH or self._at(j) == tried:
+            return -1
+        k = _NOT_WS.search(data, j + 1)
+        if k is not None and (data[k.start()] != 0x2C or _NOT_WS.search(data, k.start() + 1) is not None):
+            return -1
+        return j
+
+    def _past_stretch(self, pos: int, j: int) -> Iterator[tuple[list, bool]]:
+        """The events from ``pos`` to the '}' at ``j``, then past the whitespace after it without holding it.
+
+        Returns (offset, True) past the list's ']' where the list ended;
+        (offset, False) where its next value starts; None when the '}' did
+        not end an event (it was in a string): the caller holds on. Whatever
+        follows is judged as the json module would judge it, in the same words.
+        """
+        text, path, parser = self.text, self.path, self.parser
+        buf, at = text.data[pos:j + 1], self._at(pos)
+        try:
+            events, checked = decode_events(path, buf, at, parser)
+        except (_Split, _Ends):  # the list may end before the '}' (the document's own): to its ']', if so
+            try:
+                events, checked, end = decode_events_to_end(path, buf, at, parser)
+            except TraceError:
+                return None  # the '}' ended no event (it was in a string): hold on, as without a stretch
+            self.last = (buf, end)
+            yield events, checked
+            return pos + end, True
+        self.last = (buf, None)
+        yield events, checked
+        pos = text.skip_ws(j + 1)
+        c = text.data[pos:pos + 1]
+        if c == b",":
+            comma = self._at(pos)
+            pos = text.skip_ws(pos + 1)
+            if text.data[pos:pos + 1] == b"]":
+                raise TraceError(f"{path}: the file is not valid JSON: a comma with nothing after it "
+                                 f"(a trailing comma) at byte {comma}")
+            return pos, False  # the next event (or the end of the text: the loop says it was cut short)
+        if c == b"]":
+            return pos + 1, True
+        if not c:
+            raise _cut_short(path)
+        raise self._bad(pos)
 
     def _events(self, pos: int) -> Iterator[tuple[list, bool]]:
         """The list of events from ``pos`` (just past its '['); returns the offset past its ']'.
@@ -557,6 +686,7 @@ class Document:
             self.part = None  # not worth cutting
         want = CHUNK
         seek = pos + want  # where to look for the next cut between two events
+        tried = -1  # the '}' (an offset in the text) last taken for the end of an event before a stretch
         while True:
             if len(text.data) - pos < want + CHUNK and not text.eof:  # read on, a few blocks at once
                 seek -= pos
@@ -565,8 +695,22 @@ class Document:
             m = EVENT_CUT.search(data, min(seek, len(data)))
             if m is None:
                 if not text.eof:
+                    j = self._stretch(pos, tried) if self.part is None else -1
+                    if j >= 0:  # a megabyte of whitespace after a '}': the events before it, then past it
+                        tried = self._at(j)
+                        past = yield from self._past_stretch(pos, j)
+                        if past is not None:
+                            pos, ended = past
+                            if ended:
+                                return pos
+                            want = CHUNK
+                            seek = pos + want
+                            continue
+                        data = text.data
                     seek = max(seek, len(data) - 64)
-                    want = len(data) - pos + CHUNK
+                    # twice as much text each time, not a block more: a long stretch without a cut (one
+                    # huge event, a run of whitespace) is read in linear time, not re-joined block by block
+                    want = 2 * (len(data) - pos) + CHUNK
                     continue
                 part = self.part
                 if part is not None and self._at(len(data)) == part.end:
@@ -585,20 +729,26 @@ class Document:
                         text.go_on(how.blocks)
                     seek = pos + want
                     continue
-                events, checked, end = decode_events_to_end(path, data[pos:], self._at(pos), parser)
+                buf = data[pos:]
+                events, checked, end = decode_events_to_end(path, buf, self._at(pos), parser)
+                self.last = (buf, end)
                 yield events, checked
                 return pos + end
             end = m.start() + 1
+            buf = data[pos:end]
             try:
-                events, checked = decode_events(path, data[pos:end], self._at(pos), parser)
+                events, checked = decode_events(path, buf, self._at(pos), parser)
             except _Split:  # the cut fell inside an event: look twice as far (no endless retries)
                 want = 2 * (end - pos)
                 seek = pos + want
                 continue
             except _Ends:  # the cut was past the list's end, in what follows it
-                events, checked, end = decode_events_to_end(path, data[pos:], self._at(pos), parser)
+                buf = data[pos:]
+                events, checked, end = decode_events_to_end(path, buf, self._at(pos), parser)
+                self.last = (buf, end)
                 yield events, checked
                 return pos + end
+            self.last = (buf, None)
             yield events, checked
             pos = m.end() - 1
             want = CHUNK

@@ -209,7 +209,7 @@ def _read_part(path: Path, parser: str, start: int, end: int | None) -> dict:
     builder = ColumnBuilder(path)
     events = _Returned(doc.events_from(start))
     for batch, checked in events:
-        builder.add(batch, checked)
+        builder.add(batch, checked, doc.whole_args)
     if stop is not None and not stop.ok:
         raise ValueError("the cut at the part's end is not between two events")
     if builder.paired():

@@ -86,8 +86,9 @@ def columns(t) -> tuple:
     m = t.memory
     memory = [list(x) for x in (m.ts, m.allocated, m.reserved, m.bytes, m.device_type, m.device_id)]
     sequence = [list(t.seq_event), list(t.seq_number), list(t.seq_fwd_thread)]
+    counters = {i: t.counters(i) for i in t.args}  # the range profiler's counters, where it wrote some
     return (t.name_table, t.cat_table, t.cat_groups, lanes, list(t.name_id), list(t.cat_id), list(t.ts),
-            list(t.dur), list(t.lane), list(t.corr), t.args, memory, sequence, t.meta, t.t0)
+            list(t.dur), list(t.lane), list(t.corr), t.args, memory, sequence, counters, t.meta, t.t0)
 
 
 _without_msgspec: ModuleType | None = None

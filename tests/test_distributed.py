@@ -12,12 +12,14 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from conftest import ROOT, cli, raw_doc
 from helpers import distributed as D
+from helpers import trace_source
 from helpers import facts
 from helpers.diagnose import diagnose
 from helpers.trace import TraceError, read_trace
@@ -294,6 +296,45 @@ def test_non_trace_files_are_skipped_with_a_line_each(tmp_path, pair):
     (only / "manifest.json").write_text('{"gpu": "H200"}')
     assert "no rank trace in the folder (manifest.json: JSON without a 'traceEvents' list" in \
         one_line_error("summarize", only)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes on this system")
+def test_every_entry_that_is_no_trace_file_gets_its_own_line(tmp_path, pair):
+    """Links that loop or lead nowhere, a named pipe, a folder: a line each, said without opening them."""
+    d = link(tmp_path / "odd", pair / "sampled_rank-0.json.gz", pair / "sampled_rank-1.json.gz")
+    os.symlink(d / "loop.json", d / "loop.json")
+    os.symlink(tmp_path / "gone.json", d / "dangling.json")
+    os.mkfifo(d / "pipe.json")  # opening it would wait for a writer that never comes
+    (d / "nested").mkdir()
+    (d / "a.txt").write_text("x")
+    (d / "b.txt").write_text("x")
+    (d / "two\nlines.json").write_text('{"gpu": "H200"}')
+    (d / "also\rnot.txt").write_text("x")
+    for command in ("summarize", "diagnose"):
+        t = time.monotonic()
+        p = cli(command, d, "--json")
+        assert time.monotonic() - t < trace_source.FIFO_WAIT_S + 20
+        assert p.returncode == 0, p.stderr
+        assert sorted(p.stderr.splitlines()) == [
+            "skipped a.txt: not named *.json or *.json.gz",
+            "skipped also\\rnot.txt: not named *.json or *.json.gz",
+            "skipped b.txt: not named *.json or *.json.gz",
+            f"skipped dangling.json: a symbolic link to {tmp_path / 'gone.json'}, which does not exist",
+            "skipped loop.json: a symbolic link that loops",
+            "skipped nested: a folder: folders inside the folder are not read (give that folder itself)",
+            "skipped pipe.json: a named pipe, not a regular file: in a folder only trace files are read",
+            "skipped two\\nlines.json: JSON without a 'traceEvents' list: not a profiler trace"]
+    out = json.loads(cli("summarize", d, "--json").stdout)
+    assert len(out["skipped"]) == 8 and "two\nlines.json" in {s["path"] for s in out["skipped"]}
+    assert out["straggler"] == 1
+
+
+def test_a_folder_of_odd_entries_only(tmp_path):
+    d = tmp_path / "odd"
+    d.mkdir()
+    (d / "nested").mkdir()
+    os.symlink(tmp_path / "gone.json", d / "dangling.json")
+    assert "no rank trace in the folder (dangling.json: a symbolic link to " in one_line_error("summarize", d)
 
 
 def test_traces_without_a_rank_are_skipped(tmp_path, h200):

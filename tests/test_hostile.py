@@ -346,3 +346,130 @@ def test_odd_but_valid_json_reads_the_same_with_either_parser(tmp_path, doc):
         == columns(reader_without_msgspec().read_trace(path))
     ok(cli("summarize", path))
     assert raw_doc(path)  # and the json module reads it too
+
+
+# --- durations no clock produced ------------------------------------------------------------------
+
+
+def _with_duration(dur: float, n: int = 3, window: float = 1000.0) -> dict:
+    """Steps of an op, a launch and its kernel over ``window`` us; the second kernel lasts ``dur``."""
+    events = []
+    for k in range(n):
+        t = window * k / max(n - 1, 1)
+        events += [_x("aten::mm", "cpu_op", t, 8, **{"Sequence number": k}),
+                   _x("cudaLaunchKernel", "cuda_runtime", t + 1, 2, correlation=k + 1),
+                   _x(f"gemm_{k}", "kernel", t + 4, dur if k == 1 else 3, pid=0, tid=7, correlation=k + 1,
+                      grid=[k, 1, 1])]
+    return {"traceEvents": events}
+
+
+def test_a_duration_no_clock_gives_is_set_aside(tmp_path):
+    """The issue's kernel of 1e30 us: left out of every total, with one line that says so; no verdict from it."""
+    path = write(tmp_path, _with_duration(1e30))
+    run = cli("summarize", path, "--json")
+    assert run.returncode == 0 and run.stderr.count("\n") == 1, run.stderr
+    assert run.stderr.startswith(f"note: {path}: set aside 1 event whose duration no profiler's clock gives "
+                                 "(up to 1e+30 us; the limit is 1e+09 us, 1,000 times the trace's window")
+    out = strict(run.stdout)
+    assert out["set_aside"]["events"] == 1 and out["events"] == 8
+    assert out["balance"]["device_us"] == 6 and [k["name"] for k in out["kernels"]] == ["gemm_0", "gemm_2"]
+    text = cli("summarize", path)
+    assert "999999" not in text.stdout and "GPU time               6.0 us" in text.stdout
+    diag = cli("diagnose", path, "--json")
+    assert diag.stderr == run.stderr and "999999" not in diag.stdout
+    t = read_trace(path)
+    # the events after it keep their own args and sequence numbers, renumbered with them
+    assert [t.args[i]["grid"] for i in t.indices(("kernel",))] == [[0, 1, 1], [2, 1, 1]]
+    assert [t.sequence_of(i)[0] for i in t.indices(("cpu_op",))] == [0, 1, 2]
+    assert [t.launch_of(i) for i in t.indices(("kernel",))] == [1, 6]
+
+
+@pytest.mark.parametrize("dur, window, kept", [
+    (9e12, 1000.0, False),  # 104 days in a trace of 1 ms: under the clock's limit, past the trace's
+    (5e8, 1000.0, True),  # 500 s in a trace of 1 ms: a window is counted as 1 s at least
+    (2e9, 1000.0, False),
+    (5e9, 10e6, True),  # 5,000 s where the events start over 10 s
+    (2e16, 1e15, False),  # past what a 64-bit nanosecond clock holds, however long the trace
+])
+def test_the_limit_follows_the_trace_and_the_clock(tmp_path, dur, window, kept):
+    path = write(tmp_path, _with_duration(dur, window=window))
+    for parser in ("msgspec", "json"):
+        t = read_trace(path, parser=parser)
+        assert (t.set_aside is None) == kept and len(t) == (9 if kept else 8)
+
+
+def test_set_aside_alike_with_and_without_numpy(tmp_path, monkeypatch):
+    from helpers import vector
+
+    path = write(tmp_path, _with_duration(1e30, n=3000, window=1e6))  # 9,000 events: numpy's path
+    with_numpy = read_trace(path)
+    monkeypatch.setattr(vector, "NUMPY", False)
+    plain = read_trace(path)
+    assert with_numpy.set_aside == plain.set_aside and with_numpy.set_aside.count == 1
+    assert columns(plain) == columns(with_numpy)
+
+
+def test_every_duration_beyond_the_clock_is_one_line(tmp_path):
+    path = write(tmp_path, {"traceEvents": [_x("gemm", "kernel", 5, 1e30, pid=0, tid=7)]})
+    refused(cli("summarize", path), "every timed event has a duration no profiler's clock gives (up to 1e+30 us")
+
+
+def test_a_rank_with_a_duration_no_clock_gives(tmp_path):
+    d = tmp_path / "ranks"
+    d.mkdir()
+    write(d, _with_duration(1e30), "rank0.json")
+    write(d, _with_duration(3), "rank1.json")
+    run = cli("summarize", d, "--json")
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.startswith("note: rank0.json: set aside 1 event whose duration") and run.stderr.count("\n") == 1
+    out = strict(run.stdout)
+    assert out["set_aside"][0]["path"] == "rank0.json" and len(out["ranks"]) == 2
+
+
+# --- one line means one line --------------------------------------------------------------------
+
+TEMPLATE = "void at::native::elementwise_kernel<128, 2, " + "at::native::gpu_kernel_impl<at::native::F<float> >, " * 100 + ">"
+
+
+@pytest.mark.parametrize("field, value, cause", [
+    ("dur", -1, "has a 'dur' of -1; expected a non-negative number"),
+    ("ts", "x" * 100_000, "has a 'ts' of 'xxxxx"),
+    ("cat", 7, "has a 'cat' of type int; expected a string"),
+    ("args", [1], "has 'args' of type list; expected an object"),
+])
+def test_an_error_about_a_long_kernel_name_puts_the_cause_first(tmp_path, field, value, cause):
+    """A C++ template name runs to thousands of characters: quoted after the cause, and cut short."""
+    assert len(TEMPLATE) > 5000
+    event = _x(TEMPLATE, "kernel", 5, 3, pid=0, tid=7)
+    event[field] = value
+    path = write(tmp_path, {"traceEvents": [_x("aten::mm", "cpu_op", 0, 9), event]})
+    line = refused(cli("summarize", path), f"{path}: event #1 {cause}", "(its name: 'void at::native::elementwise")
+    assert len(line) < len(str(path)) + 300, line
+    assert line.index(cause[:12]) < line.index("its name") and f"({len(TEMPLATE):,} characters)" in line
+
+
+def test_a_file_name_with_a_newline_stays_on_one_line(tmp_path):
+    for name in ("bad\nname.json", "bad\rname.json", "bad\u2028name.json"):
+        path = tmp_path / name
+        refused(cli("summarize", path), "no such file", repr(name)[1:-1])  # escaped as Python writes it
+        path.write_text('{"traceEvents": [{"ph": "X", "name": "a"}]}')
+        refused(cli("diagnose", path), "event #0 has no 'ts'", repr(name)[1:-1])
+
+
+# --- smaller -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["summarize", "diagnose"])
+def test_an_empty_path_says_so(command):
+    refused(cli(command, ""), "no trace named: the path given is empty")
+
+
+def test_waits_on_a_trace_without_steps_are_not_said_to_be_in_steps():
+    """HTA's AlexNet trace has no ProfilerStep#: its 16 waits are in the trace, not "inside the recorded steps"."""
+    from helpers.diagnose import diagnose
+
+    found = {f.rule: f for f in diagnose(read_trace(ext(
+        "hta_critical_path_alexnet_benchmark_result_2869224_1695835535_trace.json.gz")))}
+    f = found["hidden-sync"]
+    assert f.evidence[0].startswith("16 waits for the GPU in the trace (it has no profiler steps to place them in)")
+    assert "step" not in f.title and "steps" not in " ".join(f.evidence[1:])

@@ -126,3 +126,98 @@ def test_only_the_args_the_facts_read_are_kept(h200):
         assert t.args[i] == {k: v for k, v in raw[i]["args"].items() if k in ARG_FIELDS.values()}
     assert {"registers per thread", "grid", "block", "shared memory"} <= t.args[t.indices((KERNEL,))[0]].keys()
     assert not any(i in t.args for i in t.indices((CPU_OP, RUNTIME)))
+
+
+# --- CUPTI's range profiler: counter ranges, never kernel time ------------------------------------
+
+CUPTI = "hta_cupti_profiler_benchmark_result_924719_1679055439_trace.json.gz"
+
+
+def test_range_profiler_events_are_counter_ranges_not_kernels():
+    """HTA's range-profiler trace holds no kernel: 77 ranges of 121,431 us each, with hardware counters."""
+    from conftest import cli, ext
+    from helpers.diagnose import diagnose
+    from helpers.facts import summarize
+    from helpers.trace import COUNTER_RANGE, GPU_WORK
+
+    path = ext(CUPTI)
+    ranges = [e for e in timed(raw_events(path)) if e["cat"] == "cuda_profiler_range"]
+    assert len(ranges) == 77 and {e["dur"] for e in ranges} == {121431}
+    t = read_trace(path)
+    assert not t.on_gpu(GPU_WORK) and len(t.indices((COUNTER_RANGE,))) == 77
+    s = summarize(t)
+    assert s.kernels == [] and s.kinds == [] and s.balance.device_us == 0 and s.verdict is None
+    r = s.counter_ranges
+    assert (r.count, r.median_us, r.lanes) == (77, 121431, ["GPU 0 stream 0"])
+    assert r.kernels == len({e["name"] for e in ranges})
+    want: dict = {}
+    for e in ranges:
+        for k, v in e["args"].items():
+            want[k] = want.get(k, 0) + v
+    assert r.counters == want and r.counters["smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"] > 10 ** 10
+    assert not {"fp32-gemm", "compute-bound", "overhead-bound"} & {f.rule for f in diagnose(t)}
+    out = cli("summarize", path, "--json")
+    got = json.loads(out.stdout)
+    assert got["kernels"] == [] and got["verdict"] is None
+    assert got["counter_ranges"]["count"] == 77 and got["counter_ranges"]["counters"] == want
+    text = cli("summarize", path).stdout
+    assert "counter ranges (CUPTI's range profiler" in text and "77 ranges of 16 kernels on GPU 0 stream 0" in text
+    assert "GPU work by name" not in text and "compute-bound" not in text and "no verdict" in text
+
+
+def _range_trace(n: int) -> dict:
+    """Kernels and range-profiler events alike named, with counters of every JSON type among their args.
+
+    A thread name now and then sends its batch through the event-by-event path; the others go a column at a time.
+    """
+    events = []
+    for k in range(n):
+        if k % 500 == 250:
+            events.append({"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "main"}})
+        if k % 700 == 100:
+            events.append({"ph": "i", "s": "t", "name": "mark", "pid": 1, "tid": 1, "ts": 10 * k})
+        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                       "ts": 10 * k, "dur": 2, "args": {"correlation": k}})
+        events.append({"ph": "X", "cat": "kernel", "name": f"gemm_{k % 7}", "pid": 0, "tid": 7,
+                       "ts": 10 * k + 3, "dur": 4, "args": {"correlation": k, "grid": [1, 1, 1]}})
+        if k % 3 == 0:
+            events.append({"ph": "X", "cat": "cuda_profiler_range", "name": f"gemm_{k % 7}", "pid": 0, "tid": 0,
+                           "ts": 10 * k + 3, "dur": 500, "args": {
+                               "sm__inst.sum": k, "dram__bytes.sum": k * 0.5, "flag": True, "note": "x",
+                               "nested": {"a": 1}, "device": 0, "correlation": k}})
+    return {"traceEvents": events}
+
+
+def test_counter_ranges_read_alike_on_every_path(tmp_path):
+    """msgspec and the json module, with and without numpy-free columns, plain and gzip: the same counters."""
+    from conftest import columns, reader_without_msgspec
+    from helpers.facts import summarize
+
+    doc = _range_trace(3000)  # about 600 KB: many batches, some with ranges and some without
+    plain = tmp_path / "ranges.json"
+    plain.write_text(json.dumps(doc))
+    gz = tmp_path / "ranges.json.gz"
+    gz.write_bytes(gzip.compress(plain.read_bytes()))
+    t = read_trace(plain)
+    for other in (read_trace(plain, parser="json"), read_trace(gz), reader_without_msgspec().read_trace(plain)):
+        assert columns(other) == columns(t)
+    ranges = [i for i in range(len(t)) if t.group_of(i) == "counter_range"]
+    assert len(ranges) == 1000
+    # only finite numbers are counters; the kept args (device, correlation) are not
+    assert t.counters(ranges[3]) == {"sm__inst.sum": 9, "dram__bytes.sum": 4.5}
+    assert t.args[ranges[3]] == {"correlation": 9, "device": 0}
+    s = summarize(t)
+    assert [k.count for k in s.kernels] == [429, 429, 429, 429, 428, 428, 428]  # the kernels alone
+    assert s.counter_ranges.counters == {"dram__bytes.sum": sum(k * 0.5 for k in range(0, 3000, 3)),
+                                         "sm__inst.sum": sum(range(0, 3000, 3))}
+
+
+def test_a_counter_that_msgspec_cannot_hold(tmp_path):
+    """1e999 is valid JSON that no float holds: the json module reads it as inf, and inf is no counter."""
+    text = json.dumps(_range_trace(3)).replace('"sm__inst.sum": 0,', '"sm__inst.sum": 1e999, "big": 123456789012345678901234567890,')
+    path = tmp_path / "inf.json"
+    path.write_text(text)
+    for parser in ("msgspec", "json"):
+        t = read_trace(path, parser=parser)
+        first = next(i for i in range(len(t)) if t.group_of(i) == "counter_range")
+        assert t.counters(first) == {"big": 123456789012345678901234567890, "dram__bytes.sum": 0.0}

@@ -50,7 +50,8 @@ def test_every_external_trace_summarizes(path):
     assert s.events == len(t) == len(timed)
     assert s.to_json()["events"] == len(timed)
     # the GPU work the summary counts is every timed event on the GPU side in a GPU-work category
-    gpu_cats = {"kernel", "gpu_memcpy", "gpu_memset", "cuda_profiler_range"}
+    # (the range profiler's counter ranges are not: they span a collection window, not a kernel)
+    gpu_cats = {"kernel", "gpu_memcpy", "gpu_memset"}
     assert sum(k.count for k in s.kernels) == sum(1 for e in timed if e.get("cat", "").lower() in gpu_cats)
 
 
@@ -116,16 +117,17 @@ def test_nccl_kernels_are_collectives():
     assert sum(k.count for k in coll) == n_raw > 0
 
 
-def test_cupti_counter_ranges_load_as_gpu_work():
+def test_cupti_counter_ranges_load_as_counter_ranges():
+    """Not as GPU work: a range spans CUPTI's collection window (121,431 us each here), not a kernel."""
     path = ext("hta_cupti_profiler_benchmark_result_924719_1679055439_trace.json.gz")
     raw = [e for e in raw_events(path) if e.get("ph") == "X" and e.get("cat") == "cuda_profiler_range"]
     t = read_trace(path)
-    ranges = t.indices((KERNEL,))
-    assert len(ranges) == len(raw) > 0
-    # their counters are not kept: no fact reads them (memory follows the events, not their args)
+    ranges = t.indices(("counter_range",))
+    assert len(ranges) == len(raw) > 0 and not t.indices((KERNEL,))
+    # their counters are kept apart from the usual args (helpers.trace_json.RangeArgs)
     assert not any(k.startswith("smsp__") for j in ranges for k in t.args.get(j, {}))
-    s = summarize(t)
-    assert sum(k.count for k in s.kernels) == len(raw)
+    assert [t.counters(j) for j in ranges] == [e["args"] for e in raw]
+    assert summarize(t).kernels == []
 
 
 def test_plain_json_with_two_threads():

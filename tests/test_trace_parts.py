@@ -203,3 +203,16 @@ def test_a_bare_list_and_a_list_that_ends_before_the_cut(tmp_path, small_parts, 
     for path in (bare, short_list):
         assert columns(read(path, 3, monkeypatch)) == columns(read(path, 1, monkeypatch))
     assert read(bare, 3, monkeypatch).read_by["processes"] > 1
+
+
+def test_counter_ranges_read_in_parts(tmp_path, small_parts, monkeypatch):
+    """The range profiler's counters (kept whole, not as the usual args) come back from the workers unchanged."""
+    from test_reader import _range_trace
+
+    path = tmp_path / "ranges.json"
+    path.write_text(json.dumps(_range_trace(4000)))
+    alone = read(path, 1, monkeypatch)
+    parts = read(path, 3, monkeypatch)
+    assert parts.read_by["processes"] > 1
+    assert columns(parts) == columns(alone)
+    assert sum(1 for i in parts.args if parts.counters(i)) == 1334
