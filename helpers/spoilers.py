@@ -86,11 +86,18 @@ def value(v: float, unit: str) -> Fact:
 
 
 def _number_forms(v: float) -> list[str]:
+    """The value written with 0, 1 or 2 decimals, where that still states it to within 1%.
+
+    ``152.4`` is also ``152``; ``9.66`` is ``9.7`` but not ``10``, which would
+    match any round number on screen and says a different value.
+    """
     if not math.isfinite(v):
         return []
     out = []
     for d in (0, 1, 2):
         s = f"{v:,.{d}f}"
+        if v and abs(float(s.replace(",", "")) - v) > 0.01 * abs(v):
+            continue
         out += [s, s.replace(",", "")]
     if abs(v) >= 1 and float(v).is_integer():
         out.append(str(int(v)))

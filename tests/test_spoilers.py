@@ -96,3 +96,9 @@ def test_live_cpu_figures_are_never_compared_by_value():
     with_name = [("00_a", [md("the chain goes through aten::expand")])] + series[1:]
     (leak,) = find_leaks(with_name)[0]  # a live question's names are still checked
     assert leak.qid == "01.cost" and leak.fact == "aten::expand"
+
+
+def test_a_rounded_form_must_still_state_the_value():
+    assert spoilers.found(spoilers.us(9660.0), "9.66 ms") and spoilers.found(spoilers.us(9660.0), "9.7 ms")
+    assert not spoilers.found(spoilers.us(9660.0), "a pause of 10 ms")  # 3.5% off: another value
+    assert spoilers.found(spoilers.us(152.4), "152 us")
