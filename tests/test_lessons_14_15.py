@@ -13,3 +13,18 @@ def test_the_leak_check_reads_no_script():
     assert "DATA" not in text and "Open in Perfetto" in text
     assert spoilers.found(spoilers.ratio(2.23), text) is None
     assert spoilers.found(spoilers.ratio(3.4), text) == "3.4x"
+
+
+def test_15_all_reduces_take_the_place_their_launch_gives_them(h200):
+    """A step's all-reduce kernels can run after its CPU span has ended: their place in the step comes from the
+    CPU call that launched them, so the planted sleep shows where it acts, in the first all-reduce of each step."""
+    from helpers import ddp
+    from helpers.lessons import n15_two_gpus as lesson
+
+    slow = lesson.of_run(ddp.RankRun("straggler", h200 / "ddp" / "straggler", "recorded", "nccl"))
+    n = len(slow.ranks.matched)
+    per_step = n // 3  # three recorded steps
+    assert n % 3 == 0 and lesson.positions(slow) == [k % per_step for k in range(n)]
+    gaps = lesson.entry_gaps(slow)
+    assert min(gaps[0]) > max(gaps[per_step - 1])  # rank 1 is latest into the first all-reduce of a step
+    assert lesson.kernels_by_place(slow.traces[0]).keys() == set(range(per_step))
