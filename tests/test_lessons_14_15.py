@@ -28,3 +28,26 @@ def test_15_all_reduces_take_the_place_their_launch_gives_them(h200):
     gaps = lesson.entry_gaps(slow)
     assert min(gaps[0]) > max(gaps[per_step - 1])  # rank 1 is latest into the first all-reduce of a step
     assert lesson.kernels_by_place(slow.traces[0]).keys() == set(range(per_step))
+
+
+def test_15_pictures_draw_without_a_warning(h200):
+    """Each two-rank picture notebook 15 shows draws with no warning (issue 21: a tight_layout UserWarning under
+    15's reveals is noise on a learner's screen)."""
+    import io
+    import warnings
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from helpers import ddp, plots
+    from helpers.lessons import n15_two_gpus as lesson
+
+    for name in ddp.SCENARIOS:
+        p = lesson.of_run(ddp.RankRun(name, h200 / "ddp" / name, "recorded", "nccl"))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            fig = plots.ranks(p.traces, p.shifts, title=f"{name}: one step, both ranks")
+            fig.savefig(io.BytesIO(), format="png", bbox_inches="tight")  # as the notebook shows it
+        plt.close(fig)

@@ -35,9 +35,12 @@ def notebooks() -> list[Path]:
 
 
 def source_of(path: Path) -> str:
+    """The notebook's code, then its lesson module's (helpers/lessons/nNN_<stem>.py), where its questions live."""
     nb = json.loads(path.read_text())
-    return "\n".join("".join(c["source"]) if isinstance(c["source"], list) else c["source"]
-                     for c in nb["cells"] if c["cell_type"] == "code")
+    lesson = ROOT / "helpers" / "lessons" / f"n{path.stem}.py"
+    return "\n".join(["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+                      for c in nb["cells"] if c["cell_type"] == "code"]
+                     + ([lesson.read_text()] if lesson.is_file() else []))
 
 
 def title_of(path: Path) -> str:

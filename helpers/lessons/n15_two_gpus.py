@@ -389,8 +389,8 @@ def overlap(base: Pair) -> None:
 
     widgets.ask("15.overlap", "On rank 0, how much of the all-reduce time will overlap compute kernels?",
                 choices=OVERLAP_CHOICES, default=OVERLAP_CHOICES[0], reveal=reveal,
-                decides=lambda: [spoilers.share(spread.median), spoilers.percent(r0.overlap_pct or 0.0),
-                                 spoilers.us(r0.exposed_us)])
+                # the exposed and waiting times (a share's short form, "26%", turns up in live CPU tables)
+                decides=lambda: [spoilers.us(r0.exposed_us), spoilers.us(r0.wait_us or 0.0)])
 
 
 # --- bucket size ----------------------------------------------------------------------------------------
