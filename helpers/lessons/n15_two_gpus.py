@@ -123,17 +123,21 @@ def recording(*pairs: Pair) -> None:
     early = [p.name for p in pairs if inside_first_ten(p)]
     explicit = [p.name for p in pairs if not p.info.get("bucket_mb_default")]
     per = [statistics.median(x) for p in pairs if (x := [n for n in event_syncs_per_forward(p.traces[0]) if n])]
+    def names(xs: list[str]) -> str:
+        return ", ".join(xs[:-1]) + " and " + xs[-1] if len(xs) > 1 else xs[0]
+
     parts = []
     if early:
-        parts.append(f"The {', '.join(early)} pair{'s were' if len(early) > 1 else ' was'} recorded inside DDP's first "
+        parts.append(f"The {names(early)} pair{'s were' if len(early) > 1 else ' was'} recorded inside DDP's first "
                      "ten iterations, where DDP collects runtime statistics on every iteration (then on one in a "
                      f"hundred: the docstring of <code>_set_ddp_runtime_logging_sample_rate</code> in "
-                     f"<a href='{DDP_STATS_URL}'>torch/nn/parallel/distributed.py</a>)")
+                     f"<a href='{DDP_STATS_URL}'>torch/nn/parallel/distributed.py</a>).")
     if explicit:
-        parts.append(f"with the bucket cap passed explicitly ({', '.join(explicit)}), which is not DDP's default: "
-                     "left out, DDP also keeps its first bucket small (<code>kDefaultFirstBucketBytes</code>, 1 MiB, "
-                     f"in <a href='{REDUCER_URL}'>reducer.hpp</a>)")
-    text = "; ".join(parts) + "." if parts else "Every pair was recorded past DDP's first ten iterations, with DDP's default buckets."
+        parts.append(f"The bucket cap was passed explicitly to the {names(explicit)} pair{'s' if len(explicit) > 1 else ''}"
+                     ", which even at 25 MiB is not DDP's default: left to itself, DDP also keeps its first bucket small "
+                     f"(<code>kDefaultFirstBucketBytes</code>, 1 MiB, in <a href='{REDUCER_URL}'>reducer.hpp</a>).")
+    text = (" ".join(parts) if parts else
+            "Every pair was recorded past DDP's first ten iterations, with DDP's default buckets.")
     if per:
         text += (f" Each forward that has them makes {statistics.median(per):g} <code>cudaEventSynchronize</code> "
                  "calls: the CPU waits for the GPU inside forward. "
@@ -166,7 +170,7 @@ def count(base: Pair) -> None:
         cap = base.info.get("bucket_mb")
         naive = (f"; gradient bytes over the bucket cap give {base.info['gradient_bytes'] / (cap * 2**20):.1f}"
                  if cap and base.info.get("gradient_bytes") else "")
-        first = (" Left at its default, DDP also keeps the first bucket small (1 MiB), which adds one."
+        first = (" Left at its default, DDP also keeps the first bucket small (1 MiB), which can add one."
                  if base.info.get("bucket_mb_default") else "")
         return widgets.verdict(
             widgets.within(answer, n, factor=1.01),
