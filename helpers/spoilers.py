@@ -125,13 +125,13 @@ def clean(facts: Iterable[Any]) -> list[Fact]:
 
 
 _TAG = re.compile(r"<[^>]+>")
-_SCRIPT = re.compile(r"<(script|style)\b[^>]*>.*?</\1\s*>", re.S | re.I)  # code a page runs, never text it shows
 _SPACE = re.compile(r"\s+")
+_UNSEEN = re.compile(r"<(script|style)\b[^>]*>.*?</\1\s*>", re.S | re.I)  # code a page runs or applies: never shown
 
 
 def plain_text(s: str) -> str:
-    """Text as a reader sees it: scripts and styles left out, HTML tags dropped, entities read, white space folded."""
-    return _SPACE.sub(" ", html.unescape(_TAG.sub(" ", _SCRIPT.sub(" ", s))))
+    """Text as a reader sees it: scripts and styles dropped, HTML tags dropped, entities read, white space folded."""
+    return _SPACE.sub(" ", html.unescape(_TAG.sub(" ", _UNSEEN.sub(" ", s))))
 
 
 def _boundary_ok(text: str, start: int, end: int, form: str) -> bool:
