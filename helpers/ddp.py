@@ -31,6 +31,11 @@ SCENARIOS: dict[str, list[str]] = {
     "nosync4": ["--accumulate", "4"],
 }
 
+#: what a scenario changes over gloo on the CPU: the planted straggler sleeps longer there. Two processes on a CPU
+#: shared with other work can drift milliseconds apart with nothing planted (the gloo base run's entry gaps,
+#: :func:`balance`, say how far on a given machine); 50 ms stands far above that, 5 ms often does not
+CPU_OPTIONS: dict[str, list[str]] = {"straggler": ["--straggle-ms", "50"]}
+
 
 # torchrun's banner, warnings torch prints in every rank, and Kineto asking for GPUs on a gloo run: kept in the
 # error message when a run fails, left out of the progress lines
@@ -72,7 +77,7 @@ def run(name: str = "base", *, gpus: int | None = None, out_root: Path = RUNS, q
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     if backend == "gloo":
         env["CUDA_VISIBLE_DEVICES"] = ""  # the ranks must not pick up a single GPU between them
-        extra = ["--width", "512", "--batch", "64"]  # the CPU is slower: a smaller model, same structure
+        extra = ["--width", "512", "--batch", "64"] + CPU_OPTIONS.get(name, [])  # a smaller model, same structure
     else:
         extra = []
     cmd = _torchrun() + ["--standalone", f"--nproc_per_node={nproc}", "-m", "helpers.ddp_train",
@@ -85,6 +90,7 @@ def run(name: str = "base", *, gpus: int | None = None, out_root: Path = RUNS, q
         lines.append(line.rstrip())
         if not quiet and not _NOISE.search(line):
             print(f"  [{time.perf_counter() - t0:5.1f} s] {line.rstrip()}", flush=True)
+    proc.stdout.close()
     code = proc.wait(timeout=timeout)
     if code != 0 or not (out / "rank0.json").is_file():
         tail = "\n".join(lines[-8:]) or "no output"

@@ -1,0 +1,53 @@
+"""Notebooks 14 and 15's lesson modules, and the leak check's reading of what they show."""
+
+from __future__ import annotations
+
+from helpers import spoilers
+
+
+def test_the_leak_check_reads_no_script():
+    """A Perfetto button carries the trace as base64 inside a <script>: code the page runs, not text a learner
+    reads; a ratio's short form ("2x") turns up in base64 by chance and must not count as shown."""
+    page = "<button>Open in Perfetto</button><script>var DATA = 'aGVsbG8I2xhbmU=';</script><p>busy 3.4x</p>"
+    text = spoilers.plain_text(page)
+    assert "DATA" not in text and "Open in Perfetto" in text
+    assert spoilers.found(spoilers.ratio(2.23), text) is None
+    assert spoilers.found(spoilers.ratio(3.4), text) == "3.4x"
+
+
+def test_15_all_reduces_take_the_place_their_launch_gives_them(h200):
+    """A step's all-reduce kernels can run after its CPU span has ended: their place in the step comes from the
+    CPU call that launched them, so the planted sleep shows where it acts, in the first all-reduce of each step."""
+    from helpers import ddp
+    from helpers.lessons import n15_two_gpus as lesson
+
+    slow = lesson.of_run(ddp.RankRun("straggler", h200 / "ddp" / "straggler", "recorded", "nccl"))
+    n = len(slow.ranks.matched)
+    per_step = n // 3  # three recorded steps
+    assert n % 3 == 0 and lesson.positions(slow) == [k % per_step for k in range(n)]
+    gaps = lesson.entry_gaps(slow)
+    assert min(gaps[0]) > max(gaps[per_step - 1])  # rank 1 is latest into the first all-reduce of a step
+    assert lesson.kernels_by_place(slow.traces[0]).keys() == set(range(per_step))
+
+
+def test_15_pictures_draw_without_a_warning(h200):
+    """Each two-rank picture notebook 15 shows draws with no warning (issue 21: a tight_layout UserWarning under
+    15's reveals is noise on a learner's screen)."""
+    import io
+    import warnings
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from helpers import ddp, plots
+    from helpers.lessons import n15_two_gpus as lesson
+
+    for name in ddp.SCENARIOS:
+        p = lesson.of_run(ddp.RankRun(name, h200 / "ddp" / name, "recorded", "nccl"))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            fig = plots.ranks(p.traces, p.shifts, title=f"{name}: one step, both ranks")
+            fig.savefig(io.BytesIO(), format="png", bbox_inches="tight")  # as the notebook shows it
+        plt.close(fig)
