@@ -80,6 +80,12 @@ def name(value: str) -> Fact | None:
     return Fact("name", value) if value and len(str(value)) >= 6 else None
 
 
+def exact(text: str) -> Fact:
+    """A value as the reveal prints it, matched only in that form (``"2.41x"``): for a figure whose rounder forms
+    ("2.4x") also stand for other figures of the series."""
+    return Fact("name", text)
+
+
 def value(v: float, unit: str) -> Fact:
     """A value in a unit of its own: ``value(171, "TFLOP/s")``, ``value(1024, "MiB")``."""
     return Fact(unit, v)

@@ -212,7 +212,7 @@ def workers(one, pinned, four, timed) -> None:
 
     widgets.ask("14.workers", "With four DataLoader workers (and pinned, non-blocking copies), how much shorter will "
                 "a step be?", choices=STEP_CHOICES, default=STEP_CHOICES[0], reveal=reveal,
-                decides=lambda: [spoilers.ratio(timed.ratio(PAGEABLE, WORKERS).median),
+                decides=lambda: [spoilers.exact(f"{timed.ratio(PAGEABLE, WORKERS).median:.2f}x"),
                                  spoilers.us(timed.spread(WORKERS).median)])
 
 
