@@ -9,7 +9,8 @@ the mode this machine gives (live with a GPU), with default answers to the
 predictions (``PROFILING_HEADLESS=1``) so that every reveal runs. Progress
 shows as it goes; at the end comes a table of notebook, status, seconds and
 the GPU it ran on, a clear line for each failure, and an HTML report of the
-executed notebooks (``preflight/index.html``).
+executed notebooks (``preflight/index.html``, with each executed ``.ipynb``
+beside its page).
 """
 
 from __future__ import annotations
@@ -99,6 +100,7 @@ def run_notebook(path: Path, out_dir: Path, index: int, total: int, timeout: int
     secs = time.perf_counter() - start
     _progress(f"[{index:>2}/{total}] {name:<32} {status:<6} {secs:6.1f} s", final=True)
     _write_html(nb, out_dir / f"{name}.html")
+    nbformat.write(nb, out_dir / f"{name}.ipynb")  # the executed notebook too: open it to read what ran live
     return Result(name, status, secs, _where(), error, started[0] - (status != "ok"))
 
 
