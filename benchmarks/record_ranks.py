@@ -7,7 +7,8 @@ Run on a machine with two GPUs, one process per GPU:
 Each rank writes OUTDIR/MODE/rank<N>.json.gz (its rank is also in the trace's
 distributedInfo). The model: 8 bf16 Linear(4096, 4096) layers, batch 4096;
 11 warm-up steps (past DDP's first ten iterations, where its reducer times buckets with
-CUDA events it waits on), then the profiler's schedule (wait 1, warmup 1, active 3).
+CUDA events it waits on), then the profiler's schedule (wait 1, warmup 1, active 3), the GPU synchronized before the first active
+step (else kernels the CPU launched ahead, in the unrecorded steps, run inside the recording without their launch).
 
 * ddp: DistributedDataParallel, the same work on both ranks; DDP all-reduces
   each gradient bucket during the backward pass.
@@ -40,7 +41,10 @@ def step():
 for _ in range(11):step()
 torch.cuda.synchronize();dist.barrier()
 with profile(activities=[A.CPU,A.CUDA],schedule=schedule(wait=1,warmup=1,active=3)) as p:
-    for _ in range(5):step();p.step()
+    for i in range(5):
+        step()
+        if i==1:torch.cuda.synchronize()  # the unrecorded steps' kernels end before the recording starts
+        p.step()
 torch.cuda.synchronize()
 p.export_chrome_trace(f"/tmp/t{r}.json")
 os.makedirs(out,exist_ok=True);os.system(f"gzip -c /tmp/t{r}.json > {out}/rank{r}.json.gz")

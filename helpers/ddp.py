@@ -198,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     from .tags import slug
 
     dest = ROOT / "traces" / "reference" / slug(torch.cuda.get_device_name(0)) / "ddp"
+    unbalanced = False
     for name in SCENARIOS:
         for attempt in range(1, 4):
             r = run(name, out_root=dest)
@@ -207,11 +208,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"ddp record: the base run is not balanced ({how}); recording it again ({attempt} of 3)",
                   file=sys.stderr)
         else:
+            unbalanced = True
             print("ddp record: the base run stayed unbalanced after three tries: look at the machine "
                   "(another job on a GPU?) before using these traces.", file=sys.stderr)
-            return 1
-        print(json.dumps({"recorded": name, "folder": str(r.folder), "balance": how}))
-    return 0
+        print(json.dumps({"recorded": name, "folder": str(r.folder), "balanced": ok, "balance": how}))
+    return 1 if unbalanced else 0
 
 
 if __name__ == "__main__":

@@ -46,7 +46,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", required=True, help="folder for rank<r>.json")
     ap.add_argument("--width", type=int, default=2048)
     ap.add_argument("--layers", type=int, default=4)
-    ap.add_argument("--batch", type=int, default=256)
+    # A batch that keeps both GPUs busier than the CPUs that feed them: the ranks then enter each all-reduce when
+    # their GPU gets there, not when one process's Python happens to (at batch 256 on two H200s the step was
+    # CPU-bound and one rank entered a median 0.4-0.7 ms late, run after run, either rank).
+    ap.add_argument("--batch", type=int, default=4096)
     ap.add_argument("--bucket-mb", type=float, default=None,
                     help="DDP's bucket_cap_mb (left out: DDP's default, 25 MiB with a smaller first bucket)")
     ap.add_argument("--warm", type=int, default=11, help="iterations before the profiler's schedule starts")
@@ -97,9 +100,11 @@ def main(argv: list[str] | None = None) -> None:
     dist.barrier()
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     with torch.profiler.profile(activities=activities, schedule=schedule(wait=1, warmup=1, active=3, repeat=1)) as prof:
-        for _ in range(5):
+        for n in range(5):
             with record_function("train_step"):
                 step()
+            if cuda and n == 1:  # the GPUs finish the unrecorded steps first: no all-reduce without its launch
+                torch.cuda.synchronize()
             prof.step()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
