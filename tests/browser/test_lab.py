@@ -106,6 +106,47 @@ def test_notebook_01_predict_then_reveal_and_perfetto(chromium, lab, screenshots
         _predict_then_reveal_and_perfetto(page, lab, screenshots)
 
 
+def _run_menu(page, item: str) -> None:
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    page.locator(".lm-Menu-item:not(.lm-mod-disabled) .lm-Menu-itemLabel", has_text=re.compile(f"^{item}$")).click()
+
+
+def _a_locked_answer_stays_locked(page, panel, cells, first: int, lab) -> None:
+    """Running the first question's cell again, and again after a kernel restart, shows the journal's answer and
+    its reveal, never a fresh choice; the journal keeps the first answer."""
+    from playwright.sync_api import expect
+
+    cell = cells.nth(first)
+    out = cell.locator(".jp-Cell-outputArea")
+    cell.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Control+Enter")  # run this cell again, as a learner would
+    expect(out.get_by_text(f"Locked: {ANSWER}")).to_be_visible(timeout=STEP_MS)
+    expect(out.get_by_role("radio")).to_have_count(0)
+    expect(out.get_by_role("button", name="Lock in my prediction")).to_have_count(0)
+    expect(out.get_by_role("button", name="Try again")).to_be_visible()
+    expect(out.get_by_text("Your prediction held")).to_be_visible()  # its reveal, again
+
+    # Kernel > Restart: the cell alone says to run the cells above first; after them, the answer is still locked.
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Kernel$")).click()
+    page.locator(".lm-Menu-item:not(.lm-mod-disabled) .lm-Menu-itemLabel",
+                 has_text=re.compile(r"^Restart Kernel")).first.click()
+    page.get_by_role("button", name=re.compile(r"^(Restart|Confirm Kernel Restart)$")).click()
+    idle = page.get_by_role("contentinfo").get_by_role("button", name=re.compile(r"\(ipykernel\) \| Idle$"))
+    expect(idle).to_be_visible(timeout=KERNEL_START_MS)
+    cell.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Control+Enter")
+    expect(out.get_by_text("Run the cells above first")).to_be_visible(timeout=STEP_MS)
+    _run_menu(page, "Run All Above Selected Cell")
+    expect(cells.nth(first - 1).locator(".jp-InputArea-prompt")).not_to_have_text(re.compile(r"\[\*\]"),
+                                                                                    timeout=RUN_ALL_MS)
+    cell.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Control+Enter")
+    expect(out.get_by_text(f"Locked: {ANSWER}")).to_be_visible(timeout=STEP_MS)
+    expect(out.get_by_role("radio")).to_have_count(0)
+    entry = json.loads(lab.journal.read_text())[QUESTION]
+    assert entry["answer"] == ANSWER and "attempts" not in entry, entry
+
+
 def _predict_then_reveal_and_perfetto(page, lab, screenshots: Path) -> None:
     from playwright.sync_api import expect
 
@@ -174,15 +215,22 @@ def _predict_then_reveal_and_perfetto(page, lab, screenshots: Path) -> None:
     # 01.gpu-work away) shows a placeholder until that question is locked in, then the table.
     expect(panel.get_by_text("lock in your prediction for 01.gpu-work")).to_have_count(2)  # the table and the lanes
     expect(panel.get_by_role("columnheader", name="events by category")).to_have_count(0)
-    gated_q = cells.evaluate_all("cells => cells.findIndex(c => c.textContent.includes('01.gpu-work') && "
-                                 "[...c.querySelectorAll('button')].some(b => b.textContent.trim() === "
+    gated_q = cells.evaluate_all("cells => cells.findIndex(c => c.textContent.includes('How many kernels, copies and "
+                                 "fills') && [...c.querySelectorAll('button')].some(b => b.textContent.trim() === "
                                  "'Lock in my prediction'))")
+    assert gated_q >= 0, "01.gpu-work's widget (its prompt) is not in notebook 01"
     gpu_widget = cells.nth(gated_q).locator(".jp-Cell-outputArea")
     gpu_widget.get_by_role("radio", name="2", exact=True).check()
     gpu_widget.get_by_role("button", name="Lock in my prediction").click()
     expect(gpu_widget.get_by_text(VERDICTS)).to_be_visible()
     expect(panel.get_by_role("columnheader", name="events by category")).to_have_count(1)
     expect(panel.get_by_text("lock in your prediction for 01.gpu-work")).to_have_count(0)
+
+    # The scoreboard at the end ran under Run All before any answer: it redrew itself as the answers locked.
+    expect(panel.get_by_text(re.compile(r"Your predictions so far: \d+ of 2 held"))).to_be_visible()
+    expect(panel.get_by_text("No predictions recorded yet")).to_have_count(0)
+
+    _a_locked_answer_stays_locked(page, panel, cells, first, lab)
 
     # The Perfetto button: a click opens ui.perfetto.dev, which gets PINGed, answers PONG, and is sent
     # the trace (the stand-in reports what arrived).
