@@ -35,8 +35,18 @@ def native_log_filter():
 
     Some torch builds print ``USDT: ... profiler_start`` lines around every
     profiled region; in a notebook they land in the cell's output. Anything
-    else written to fd 2 meanwhile is passed through.
+    else written to fd 2 meanwhile is passed through. The profiler's warning
+    that it "clears events at the end of each cycle" (torch 2.11 gives it for
+    every schedule; one cycle is all the series records) is left out too.
     """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*[Pp]rofiler clears events at the end of each cycle")
+        with _fd2_filtered():
+            yield
+
+
+@contextlib.contextmanager
+def _fd2_filtered():
     try:
         saved = os.dup(2)
     except OSError:  # no usable fd 2 (some hosted kernels): nothing to filter

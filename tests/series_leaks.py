@@ -5,8 +5,9 @@ each question then marks itself, with the facts that decide it, in its
 cell's output (:mod:`helpers.widgets`). This plugin keeps every executed
 cell's outputs as nbval receives them and adds one last test item,
 ``series-leaks``, which reads the series in order with the markdown cells
-and fails on any fact shown before its question (:func:`helpers.spoilers.find_leaks`).
-The series runs once: the check reads the outputs of that same run.
+and fails on any fact shown before its question (:func:`helpers.spoilers.find_leaks`);
+and ``series-quiet``, which fails on any output written to stderr (a warning under a reveal).
+The series runs once: the checks read the outputs of that same run.
 """
 
 from __future__ import annotations
@@ -75,6 +76,27 @@ class SeriesLeaks(pytest.Item):
         return self.fspath, None, "series-leaks: no answer before its question"
 
 
+class SeriesQuiet(pytest.Item):
+    """No executed cell writes to stderr: a warning or a log line under a reveal is noise on a learner's screen."""
+
+    def runtest(self) -> None:
+        if not _order:
+            pytest.skip("no notebook ran in this session")
+        noisy = []
+        for path in _order:
+            for cell, outs in sorted(_executed[path].items()):
+                for o in outs:
+                    if o.get("output_type") == "stream" and o.get("name") == "stderr":
+                        text = "".join(o.get("text", "")) if isinstance(o.get("text"), list) else o.get("text", "")
+                        noisy.append(f"{Path(path).stem} code cell {cell}: {text.strip()[:200]}")
+        if noisy:
+            raise AssertionError(f"{len(noisy)} output(s) on stderr:\n" + "\n".join(noisy))
+
+    def reportinfo(self):
+        return self.fspath, None, "series-quiet: nothing on stderr"
+
+
 def pytest_collection_modifyitems(session, config, items):
     if any(hasattr(i, "cell") for i in items):
         items.append(SeriesLeaks.from_parent(session, name="series-leaks"))
+        items.append(SeriesQuiet.from_parent(session, name="series-quiet"))

@@ -372,3 +372,23 @@ def test_a_cpu_measurement_is_not_labelled_with_the_reference_gpu(journal_file, 
     monkeypatch.setenv("PROFILING_HEADLESS", "1")
     widgets.ask("99.cpu", "How long?", unit="ms", default=1, reveal=lambda a: widgets.verdict(True, ""), where="cpu")
     assert journal.load()["99.cpu"]["gpu"].startswith("this CPU (") and "live" in journal.load()["99.cpu"]["gpu"]
+
+
+def test_no_notebook_writes_or_reads_relative_to_where_the_kernel_started():
+    """A kernel started at the repository's root (VS Code) or elsewhere must not write traces outside the clone:
+    every path a notebook or a lesson uses comes from the series' own folder (helpers.ROOT, runner.RUNS)."""
+    import json
+    import re
+
+    from helpers import ROOT
+
+    found = []
+    for nb in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        for i, c in enumerate(json.loads(nb.read_text())["cells"]):
+            src = "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+            if c["cell_type"] == "code" and "google.colab" not in src and re.search(r"""["']\.\./""", src):
+                found.append(f"{nb.name} cell {i}")
+    for mod in sorted((ROOT / "helpers" / "lessons").glob("*.py")):
+        if re.search(r"""["']\.\./""", mod.read_text()):
+            found.append(mod.name)
+    assert not found, f"paths relative to the working directory: {found}"

@@ -14,6 +14,7 @@ import statistics
 from .. import article, facts, one_trace, plots, show, spoilers, widgets
 from ..categories import CPU_GROUPS
 from ..measure import HELD, INCONCLUSIVE, MISSED, Graded
+from ..runner import RUNS
 from ..text import short, us
 
 # One step's duration against another's, read once: taken as uncertain by 25% either way. (A single steady step
@@ -538,7 +539,7 @@ def exercise_cpu_first_step(first) -> None:
                 with record_function("matmul_add"):
                     fn(*args)
                 p.step()
-        out = Path("../traces/runs/cpu")
+        out = RUNS / "cpu"  # the series' traces/runs/, wherever the kernel was started
         out.mkdir(parents=True, exist_ok=True)  # a fresh clone has no traces/runs yet
         path = str(out / f"exercise_first_step_{os.getpid()}.json")  # one per kernel: runs side by side do not collide
         p.export_chrome_trace(path)

@@ -602,7 +602,7 @@ def gloo(cpu: Pair) -> None:
             actual=actual)
 
     widgets.ask("15.gloo", "Over gloo on the CPU, where will the all-reduce itself run?", choices=GLOO_CHOICES,
-                default=GLOO_CHOICES[0], reveal=reveal,
+                default=GLOO_CHOICES[0], reveal=reveal, where="cpu",
                 decides=lambda: [spoilers.name(n) for n in _thread_names(t)] + ["gloo:all_reduce"])
 
 
