@@ -203,8 +203,9 @@ def perfetto_slowest(run, gemms) -> None:
         launches = [x for x in facts.launches(run.trace) if x.kind == kk.GEMM]  # in time order, as gemms is
         slow = launches[max(range(len(gemms)), key=gemms.__getitem__)]
         step = next(s for s in facts.steps(run.trace) if s.start_us <= slow.call_start_us <= s.start_us + s.dur_us)
-        return widgets.verdict(found == step.number, f"The slowest GEMM ({us(max(gemms))}) was launched in "
-                               f"<b>{step.name}</b>.", actual=step.number)
+        # No duration here: the question after this one asks how far apart the slowest and the fastest are.
+        return widgets.verdict(found == step.number, f"The slowest GEMM was launched in <b>{step.name}</b>. How much "
+                               "slower than the others it is, the next question asks.", actual=step.number)
 
     widgets.ask("07.perfetto", "Find the slowest GEMM on the GPU lane. In which ProfilerStep was it launched? (type its "
                 "number)", unit="step number", default=-1, reveal=reveal, kind="task",
