@@ -32,6 +32,7 @@ cells work in JupyterLab and on Colab.
 
 from __future__ import annotations
 
+import contextlib
 import html
 import math
 import os
@@ -248,8 +249,8 @@ def _answer(qid: str, answer: Any) -> None:
             show()
 
 
-class measured_here:
-    """``with widgets.measured_here(): ...``: output of a live measurement of this CPU, shown at once.
+class measured_here(contextlib.ContextDecorator):
+    """``with widgets.measured_here(): ...`` (or as a decorator): output of a live measurement of this CPU.
 
     Its figures are new on every run, so the series' leak check does not
     compare values with it (:mod:`helpers.spoilers`); nothing changes on screen.

@@ -50,7 +50,9 @@ def steps(by_hand, table: str, wait: int = 1, warmup: int = 1, active: int = 3) 
             "because the loop recorded shapes.", actual=actual)
 
     widgets.ask("01.steps", "Five steps ran with wait=1, warmup=1, active=3. Which ProfilerStep spans does the trace hold?",
-                choices=STEP_CHOICES, default=STEP_CHOICES[1], reveal=reveal, decides=lambda: names)
+                choices=STEP_CHOICES, default=STEP_CHOICES[1], reveal=reveal, decides=lambda: names,
+                # the by-hand loop ran on this CPU when there is no GPU: its table's times are measured now
+                where=None if any(ln.is_gpu for ln in by_hand.lanes) else "cpu")
 
 
 # --- 01.gpu-work ---------------------------------------------------------------------------------------------

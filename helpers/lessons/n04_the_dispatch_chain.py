@@ -306,3 +306,11 @@ def exercise_add_wait(big) -> None:
                      "At 4096 × 4096 (warm), how long after its launch call will the <i>add</i> kernel start? It is "
                      "launched right after the GEMM. Write down a number, then ask for the solution.", solution)
 
+
+
+@widgets.measured_here()  # the chain's times are measured now, on this CPU
+def cpu_chain(cpu) -> None:
+    """The same step run on this machine's CPU: the chain with nothing to launch."""
+    from ..text import chain_text
+
+    print(chain_text(facts.dispatch_chain(cpu.trace)))

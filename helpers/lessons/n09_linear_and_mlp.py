@@ -53,6 +53,7 @@ def linear(lin) -> None:
 
 def cpu_linear(lin, lin_cpu) -> None:
     """The same Linear on this CPU, once 09.linear is answered."""
+    @widgets.measured_here()  # the CPU chain's times are measured now, on this CPU
     def show_it():
         print(chain_text(facts.dispatch_chain(lin_cpu.trace), gpu=False))
         cpu = ", ".join(f"`{n}`" for n in facts.child_ops(lin_cpu.trace, "aten::addmm")) or "no further ops"

@@ -606,6 +606,7 @@ def gloo(cpu: Pair) -> None:
                 decides=lambda: [spoilers.name(n) for n in _thread_names(t)] + ["gloo:all_reduce"])
 
 
+@widgets.measured_here()  # two processes on this CPU, run now
 def gloo_straggler(cpu_base: Pair, cpu_slow: Pair) -> None:
     """The planted straggler over gloo on this CPU, recorded as the fixed recorder records (past DDP's first ten
     iterations, DDP's default buckets), against the gloo base run's own entry gaps."""
