@@ -220,6 +220,9 @@ def distribution(durations_us: Sequence[float], *, title: str = "", unit_label: 
     a1.axhline(mean, color="#e6550d", lw=1.2, label=f"mean {mean:.1f}")
     a1.axhline(med, color="#31a354", lw=1.2, ls="--", label=f"median {med:.1f}")
     a1.set_xlabel("run (in trace order)")
+    from matplotlib.ticker import MaxNLocator
+
+    a1.xaxis.set_major_locator(MaxNLocator(integer=True))  # runs are counted: no tick at 2.5
     a1.set_ylabel(unit_label + (", log scale" if log else ""))
     a1.legend(fontsize=8)
     a1.grid(alpha=0.3, which="both")

@@ -86,7 +86,9 @@ def timing_caveat(*runs: Any) -> str:
 
 def pre(text: str) -> None:
     """Monospaced text (profiler tables, dispatch chains)."""
-    _display_html(f"<pre style='font-size:85%;line-height:1.25'>{html.escape(text)}</pre>")
+    # white-space:pre: a wide profiler table scrolls sideways instead of wrapping its columns into each other
+    _display_html(f"<pre style='font-size:85%;line-height:1.25;white-space:pre;overflow-x:auto'>{html.escape(text)}"
+                  "</pre>")
 
 
 def perfetto(path: str | Path, title: str | None = None) -> None:

@@ -317,11 +317,23 @@ def first_step(first) -> None:
         return widgets.grade(
             g, f"{st[0].name} took <b>{us(st[0].dur_us)}</b>, {ratio:,.0f}x the last step ({us(st[-1].dur_us)}). "
             "The list of calls inside it is the program's one-time set-up, which a <i>wait</i> step or a warm-up "
-            f"loop keeps out of the recording. {buffer_text}", live=False)
+            f"loop keeps out of the recording. {_invalid_text(t)}{buffer_text}", live=False)
 
     widgets.ask("03.first-step", "With wait=0 and warmup=0, how much longer than the last recorded step will step #0 take?",
                 choices=FIRST_CHOICES, default="2x to 10x", reveal=reveal,
                 decides=lambda: [spoilers.us(st[0].dur_us), spoilers.us(st[-1].dur_us)])
+
+
+def _invalid_text(t) -> str:
+    """What an ``INVALID`` call in the list is, from what its events hold (or nothing when there is none)."""
+    found = [i for i in range(len(t)) if t.name_of(i) == "INVALID" and not t.is_gpu(i)]
+    if not found:
+        return ""
+    cats = sorted({t.cat_table[t.cat_id[i]] for i in found})
+    return (f"<code>INVALID</code> ({len(found)} call{'s' if len(found) != 1 else ''} in this trace, category "
+            f"{', '.join(f'<code>{html.escape(c)}</code>' for c in cats)}) is the name the trace gives a call it "
+            "could not name: the event keeps its duration and its correlation id, not what the call was. One "
+            "hypothesis: the CUDA runtime is newer than the profiler's list of call names. ")
 
 
 def _step_of(trace, ts: float) -> str | None:
