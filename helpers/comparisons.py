@@ -171,11 +171,11 @@ def measure(name: str, *, on: str = "auto") -> Comparison:
         return Comparison(group, m, "measured now on this CPU, one thread", un)
     env = environment()
     if env.live:
-        from .timing import _profiled_in_this_process
+        from .timing import profiled_here
 
         m, un = run(group, "cuda", pick_dtype("cuda", env.capability), env.gpu or "this GPU")
         note = (" (in a kernel that has already run the profiler, which slows every call a little; the sides are "
-                "timed in turn, so the ratio stands)" if _profiled_in_this_process else "")
+                "timed in turn, so the ratio stands)" if profiled_here() else "")
         return Comparison(group, m, f"measured now on {env.gpu}{note}", un)
     return recorded(name)
 

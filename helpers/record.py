@@ -80,13 +80,7 @@ def _time_unprofiled(scenarios, dtype: str, out: Path) -> None:
         return
     for spec in specs:  # what an earlier recording kept beside the trace is replaced
         (out / f"{spec['tag']}.timing.json").unlink(missing_ok=True)
-    print(f"timing {len(specs)} warm scenarios without the profiler, in a fresh process ...", flush=True)
-    root = str(Path(__file__).resolve().parent.parent)
-    environ = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
-    proc = subprocess.run([sys.executable, "-m", "helpers.timing", json.dumps(specs)], text=True, env=environ)
-    if proc.returncode != 0:
-        print("record: the timing process failed; the traces are recorded without unprofiled timings.",
-              file=sys.stderr)
+    _fresh("timing", [json.dumps(specs)], f"timing {len(specs)} warm scenarios without the profiler")
 
 
 def _fresh(module: str, args: list[str], what: str) -> None:

@@ -28,7 +28,10 @@ import time
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from .measure import Spread
 
 
 def timing_path(trace_path: Path) -> Path:
@@ -128,6 +131,11 @@ def unprofiled(fn: Callable[..., Any], args: tuple, *, device: str, blocks: int 
 
 
 _profiled_in_this_process = False
+
+
+def profiled_here() -> bool:
+    """Whether a profiler has run in this process (timings taken now are no longer clean)."""
+    return _profiled_in_this_process
 
 
 def note_profiled() -> None:

@@ -56,6 +56,22 @@ GPU_DEPENDENT_CODE = re.compile(
 )
 
 
+def _code_only(source: str) -> str:
+    """``source`` with its strings and comments blanked: a docstring that names ``torch.cuda`` runs nothing."""
+    import io
+    import tokenize
+
+    lines = source.splitlines(keepends=True)
+    for t in tokenize.generate_tokens(io.StringIO(source).readline):
+        if t.type in (tokenize.STRING, tokenize.COMMENT):
+            (r0, c0), (r1, c1) = t.start, t.end
+            for r in range(r0, r1 + 1):
+                a = c0 if r == r0 else 0
+                b = c1 if r == r1 else len(lines[r - 1])
+                lines[r - 1] = lines[r - 1][:a] + " " * (b - a) + lines[r - 1][b:]
+    return "".join(lines)
+
+
 def depends_on_the_gpu(path: Path) -> bool:
     """True when a code cell of the notebook (the Colab cell aside) uses something that changes with the GPU."""
     import nbformat
@@ -65,7 +81,7 @@ def depends_on_the_gpu(path: Path) -> bool:
     from helpers.lessons import code_of
 
     nb = nbformat.read(path, as_version=4)
-    lesson = code_of(path)[len("\n".join(c.source for c in nb.cells if c.cell_type == "code")):]
+    lesson = _code_only(code_of(path)[len("\n".join(c.source for c in nb.cells if c.cell_type == "code")):])
     return any(GPU_DEPENDENT_CODE.search(c.source) for c in nb.cells
                if c.cell_type == "code" and c.source != bootstrap_source()) or bool(GPU_DEPENDENT_CODE.search(lesson))
 

@@ -72,3 +72,17 @@ def facts_of(*values) -> list:
 def us_range(e: Estimate | Spread) -> str:
     lo, hi = e.quartiles
     return f"{us(lo)} to {us(hi)}"
+
+
+def against_timed(run, timed, label: str) -> tuple[str, str, str]:
+    """A run's CPU time per call profiled (the trace's steady steps), unprofiled (timed in turn, :mod:`helpers.
+    comparisons`), and how much the profiler stretched it: three table cells ("-" where the group lacks it)."""
+    if label not in timed.labels:
+        return us(run.cpu_per_call_us), "-", "-"
+    plain = timed.spread(label)
+    return us(run.cpu_per_call_us), plain.text(), f"{run.cpu_per_call_us / plain.median:.1f}x"
+
+
+def profiled_says(prof_choice: str, g, why: str) -> str:
+    """The sentence on what the traces alone would have answered, beside the grade on unprofiled time."""
+    return "the same verdict. " if prof_choice == g.actual else f"which alone would say '{prof_choice}': {why}. "

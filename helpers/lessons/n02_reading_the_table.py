@@ -295,7 +295,7 @@ def exercise_threshold(sweep) -> None:
         sizes, total, own, gpu = _sweep_rows(sweep)
         at_half, at_one = plots.crossover(sizes, own, gpu, THRESHOLD), plots.crossover(sizes, own, gpu, 1.0)
         most = max(g / t for g, t in zip(gpu, total))
-        show.md(f"With the series' threshold (GPU time at least half the CPU's own time) the crossover is "
+        show.md("With the series' threshold (GPU time at least half the CPU's own time) the crossover is "
                 + (f"near n = {at_half:.0f}" if at_half else "beyond the sizes measured here")
                 + "; asking for GPU time at least equal to it moves it to "
                 + (f"n = {at_one:.0f}." if at_one else "beyond the sizes measured here.")

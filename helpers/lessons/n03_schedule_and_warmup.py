@@ -532,7 +532,6 @@ def exercise_cpu_first_step(first) -> None:
     """The "first step on the CPU" exercise: wait=0, warmup=0, CPU activity only, one thread."""
     import os
     import warnings
-    from pathlib import Path
 
     from torch.profiler import ProfilerActivity, profile as torch_profile, record_function, schedule
 

@@ -300,7 +300,7 @@ def _picture(result, conditions, title: str) -> None:
             ax.scatter([p[0] + 0.03] * p[1].n, p[1].samples, s=8, color=color, alpha=0.5)
     st = steady_spread(result)
     if st.n:
-        ax.axhline(st.median, color="#555", ls="--", lw=1.2, label=f"a GEMM right behind another (steady), median")
+        ax.axhline(st.median, color="#555", ls="--", lw=1.2, label="a GEMM right behind another (steady), median")
     ax.set_xticks(list(xs.values()))
     ax.set_xticklabels([f"{g:g} s" for g in gaps])
     ax.set_xlabel("pause before the GEMM (0: only a synchronize)")
@@ -378,7 +378,7 @@ def tests(result) -> dict[str, tuple[str, str]]:
     if not slow.n or not steady.n:
         out["clocks"] = ("open", "the clocks were not read here (no NVML), so this test cannot be made")
     else:
-        (a, b), (c, d) = slow.quartiles, steady.quartiles
+        (a, b), (c, _) = slow.quartiles, steady.quartiles
         if b < c:
             out["clocks"] = ("holds", f"the SM clock read {slow.text()} during the slow first GEMMs, below "
                                       f"{steady.text()} during steady ones")

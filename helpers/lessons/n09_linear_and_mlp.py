@@ -85,9 +85,8 @@ def linear_compile(lin, lin_c, timed) -> None:
         g = linear_compile_graded(timed, answer)
         rows = []
         for label, r in (("eager", lin), ("compiled", lin_c)):
-            plain = timed.spread(label)
-            rows.append((label, us(r.cpu_per_call_us), plain.text(), f"{r.cpu_per_call_us / plain.median:.1f}x",
-                         us(r.gpu_per_call_us), ", ".join(short(k.name, 50) for k in facts.kernels(r.trace))))
+            rows.append((label, *_shared.against_timed(r, timed, label), us(r.gpu_per_call_us),
+                         ", ".join(short(k.name, 50) for k in facts.kernels(r.trace))))
         show.table(rows, ["", "CPU time per call, profiled (trace)", "unprofiled, timed in turn",
                           "profiled / unprofiled", "GPU time per call", "kernels"])
         _shared.spread_figure({k: timed.spread(k) for k in ("eager", "compiled")},
@@ -99,9 +98,8 @@ def linear_compile(lin, lin_c, timed) -> None:
             g, f"Without the profiler ({timed.source}), one compiled call costs <b>{_fmt_x(ratio.median)}</b> the "
             f"CPU time of an eager one ({us(timed.spread('compiled').median)} against "
             f"{us(timed.spread('eager').median)}). In the traces: {us(c)} against {us(e)} ({c / e:.2f}x), "
-            + ("the same verdict. " if prof_choice == g.actual else
-               f"which alone would say '{prof_choice}': the profiler stretches the two calls differently (the "
-               "table's fourth column). ")
+            + _shared.profiled_says(prof_choice, g, "the profiler stretches the two calls differently (the "
+                                    "table's fourth column)")
             + ("The GPU runs the same kernel either way, so there was nothing for compile to fuse: what it adds is "
                "its per-call stack on the CPU (notebook 08)." if same_gpu else
                "The GPU work changed too: compare the kernels above."), live=environment().live)

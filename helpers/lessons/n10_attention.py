@@ -200,9 +200,7 @@ def backends(runs: dict, ok: dict, naive_run, timed) -> None:
             if b not in ok:
                 rows.append((b, "unavailable", "", "", "", "", str(r)[:90]))
                 continue
-            plain = timed.spread(b) if b in timed.labels else None
-            rows.append((b, pieces(r), us(r.cpu_per_call_us), plain.text() if plain else "-",
-                         f"{r.cpu_per_call_us / plain.median:.1f}x" if plain else "-", per[b].text(),
+            rows.append((b, pieces(r), *_shared.against_timed(r, timed, b), per[b].text(),
                          counts_text(facts.work_per_call(r.trace))))
         show.table(rows, ["backend", "GPU work per call", "CPU per call, profiled (trace)",
                           "CPU per call, unprofiled (timed in turn)", "profiled / unprofiled",

@@ -92,9 +92,8 @@ def compile_blocks(eager, compiled, timed) -> None:
         g = compile_graded(timed, answer)
         rows = []
         for label, r in (("eager", eager), ("compiled", compiled)):
-            plain = timed.spread(label)
-            rows.append((label, us(r.cpu_per_call_us), plain.text(), f"{r.cpu_per_call_us / plain.median:.1f}x",
-                         gpu_calls.per_call(r).text(), sum(facts.work_per_call(r.trace).values())))
+            rows.append((label, *_shared.against_timed(r, timed, label), gpu_calls.per_call(r).text(),
+                         sum(facts.work_per_call(r.trace).values())))
         show.table(rows, ["", "CPU per call, profiled (trace)", "CPU per call, unprofiled (timed in turn)",
                           "profiled / unprofiled", "GPU per call (each recorded call)", "GPU work per call"])
         _shared.spread_figure({k: timed.spread(k) for k in ("eager", "compiled")},
@@ -108,9 +107,9 @@ def compile_blocks(eager, compiled, timed) -> None:
             g, f"Without the profiler ({timed.source}), one compiled call costs <b>{_fmt_x(ratio.median)}</b> the CPU "
             f"time of an eager one ({us(timed.spread('compiled').median)} against {us(timed.spread('eager').median)}"
             f", the ratio taken round by round). In the traces: {us(c)} against {us(e)} ({c / e:.2f}x, "
-            f"{min(eager.cpu_per_call.n, compiled.cpu_per_call.n)} steady steps each: shown, not graded), " + ("the same verdict. " if prof_choice == g.actual else
-                               f"which alone would say '{prof_choice}': the profiler stretched the two differently "
-                               "(the table's fourth column). ")
+            f"{min(eager.cpu_per_call.n, compiled.cpu_per_call.n)} steady steps each: shown, not graded), "
+            + _shared.profiled_says(prof_choice, g, "the profiler stretched the two differently (the table's fourth "
+                                    "column)")
             + f"On the GPU, compile ran {nc} pieces of GPU work per call instead of {ne}, and {us(gc.median)} of GPU "
             f"time instead of {us(ge.median)}. Whether the CPU side gains depends on how much eager dispatch the "
             "compiled code replaces against what its guards and wrappers cost: the exercise below tries a larger "

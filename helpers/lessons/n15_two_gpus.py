@@ -380,7 +380,6 @@ def overlap_grade(base: Pair, answer=None):
 
 def overlap(base: Pair) -> None:
     """15.overlap: how much of rank 0's all-reduce time has compute beside it."""
-    spread = overlap_per_collective(base)
     r0 = base.ranks.ranks[0]
 
     def reveal(answer):
