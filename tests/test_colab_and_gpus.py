@@ -33,54 +33,79 @@ def test_each_notebook_has_the_badge_the_colab_cell_and_asks_for_a_gpu(path):
     assert nb.metadata["accelerator"] == "GPU"
 
 
-def run_first_cell(monkeypatch, on_colab: bool, already_cloned: bool = False):
-    calls, chdirs = [], []
+def run_first_cell(monkeypatch, on_colab: bool):
+    """Run the first cell as a kernel would, with subprocess.run recorded: (commands, paths it added)."""
+    calls = []
     if on_colab:
-        fake = types.ModuleType("google.colab")
         monkeypatch.setitem(sys.modules, "google", types.ModuleType("google"))
-        monkeypatch.setitem(sys.modules, "google.colab", fake)
+        monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
     else:
         monkeypatch.delitem(sys.modules, "google.colab", raising=False)
-    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: calls.append(cmd))
-    import os
-
-    monkeypatch.setattr(os, "chdir", chdirs.append)
-    monkeypatch.setattr(os.path, "isdir", lambda p: already_cloned)
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: calls.append((cmd, kw)))
+    monkeypatch.delitem(sys.modules, "series_setup", raising=False)
     saved = list(sys.path)
     try:
         exec(compile(colab.bootstrap_source(), "first-cell", "exec"), {})
         added = [p for p in sys.path if p not in saved]
     finally:
         sys.path[:] = saved
-    return calls, chdirs, added
+        sys.modules.pop("series_setup", None)
+    return calls, added
 
 
-def test_first_cell_on_colab_clones_and_installs_nothing(monkeypatch):
-    calls, chdirs, added = run_first_cell(monkeypatch, on_colab=True)
-    assert calls == [["git", "clone", "--depth", "1", "-q", colab.REPOSITORY, colab.CLONE_DIR]]
-    assert not any(w in c for c in calls for w in ("pip", "install", "torch", "ipywidgets"))  # nothing installed
-    assert added == [colab.CLONE_DIR] and chdirs == [f"{colab.CLONE_DIR}/notebooks"]
+def test_the_first_cell_is_one_colab_line_and_one_line_that_calls_the_series_setup():
+    code = [line for line in colab.bootstrap_source().splitlines() if not line.startswith("#")]
+    assert len(code) == 2 and "google.colab" in code[0] and code[1].split("#")[0].rstrip().endswith(
+        "import series_setup")
 
 
-def test_first_cell_on_colab_does_not_clone_twice(monkeypatch):
-    calls, chdirs, added = run_first_cell(monkeypatch, on_colab=True, already_cloned=True)
-    assert calls == [] and added == [colab.CLONE_DIR]
+def test_first_cell_on_colab_clones_once_and_installs_nothing(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    calls, added = run_first_cell(monkeypatch, on_colab=True)
+    assert len(calls) == 1 and calls[0][1] == {"shell": True, "check": True}
+    assert calls[0][0] == f"test -d {colab.CLONE_DIR} || git clone -q --depth 1 {colab.REPOSITORY} {colab.CLONE_DIR}"
+    assert not {"pip", "install", "torch", "ipywidgets"} & set(calls[0][0].split())
+    assert f"{colab.CLONE_DIR}/notebooks" in added
 
 
-def test_first_cell_elsewhere_puts_the_clone_it_sits_in_on_the_path(monkeypatch):
-    monkeypatch.chdir(ROOT / "notebooks")
-    monkeypatch.setattr(sys, "path", [p for p in sys.path if Path(p or ".").resolve() != ROOT])
-    calls, chdirs, added = run_first_cell(monkeypatch, on_colab=False)
-    assert calls == [] and chdirs == [] and added == [str(ROOT)]
+def test_the_colab_fetch_skips_the_clone_when_it_is_there(tmp_path):
+    """The fetch runs in a shell: with the folder present, git is never called (a fake git records any call)."""
+    import os
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "git").write_text(f"#!/bin/sh\necho \"$@\" >> {tmp_path / 'git-calls'}\n")
+    (bin_dir / "git").chmod(0o755)
+    clone = tmp_path / "series"
+    src = colab.bootstrap_source(clone_dir=str(clone))
+    command = src.split('subprocess.run("')[1].split('", shell=True')[0]
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    subprocess.run(command, shell=True, check=True, env=env)
+    assert (tmp_path / "git-calls").read_text().startswith("clone -q --depth 1")
+    (tmp_path / "git-calls").unlink()
+    clone.mkdir()
+    subprocess.run(command, shell=True, check=True, env=env)
+    assert not (tmp_path / "git-calls").exists()
 
 
-def test_first_cell_outside_a_clone_says_what_to_do(monkeypatch, tmp_path):
-    import importlib.util
+@pytest.mark.parametrize("start", ["notebooks", "root"])
+def test_first_cell_elsewhere_puts_the_clone_it_sits_in_on_the_path(monkeypatch, start):
+    """JupyterLab starts the kernel beside the notebook; VS Code may start it at the clone's root."""
+    monkeypatch.chdir(ROOT / "notebooks" if start == "notebooks" else ROOT)
+    monkeypatch.setattr(sys, "path", [""] + [p for p in sys.path if p and Path(p).resolve() != ROOT])
+    calls, added = run_first_cell(monkeypatch, on_colab=False)
+    assert calls == [] and str(ROOT) in added
 
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(ModuleNotFoundError, match="inside a clone"):
-        run_first_cell(monkeypatch, on_colab=False)
+
+def test_first_cell_outside_a_clone_says_what_to_do(tmp_path):
+    """A notebook copied out of its clone with series_setup.py beside it, but no helpers/: a message, not a riddle."""
+    import shutil
+
+    (tmp_path / "notebooks").mkdir()
+    shutil.copy(ROOT / "notebooks" / "series_setup.py", tmp_path / "notebooks")
+    out = subprocess.run([sys.executable, "-c", "import series_setup"], capture_output=True, text=True,
+                         cwd=tmp_path / "notebooks")
+    assert "keep the notebooks inside their clone" in out.stderr
 
 
 def test_a_python_without_the_package_runs_a_notebook_from_the_clone(tmp_path):
@@ -130,7 +155,7 @@ def test_set_repository_rewrites_every_badge_and_cell(tmp_path):
         _, md, code = first_cells(path)
         assert md.source.startswith("[![Open In Colab]") and "github/someone/fork/blob/main/notebooks/" in md.source
         assert md.source.count("Open In Colab") == 1
-        assert '"https://github.com/someone/fork"' in code.source
+        assert code.source == colab.bootstrap_source("https://github.com/someone/fork")
     assert 'REPOSITORY = "https://github.com/someone/fork"' in (tmp_path / "helpers" / "colab.py").read_text()
 
 
