@@ -117,8 +117,9 @@ def profile_callable(fn, args: tuple, *, label: str, tag: str, out_dir: Path, cu
             warnings.filterwarnings("ignore", message=".*won't be using warmup.*")
             sched = torch.profiler.schedule(wait=schedule.wait, warmup=schedule.warmup,
                                             active=schedule.active, repeat=1)
+        # record_shapes: each op's Input Dims and types, from which the roofline sizes its kernels' work
         with native_log_filter(), torch.profiler.profile(activities=activities, schedule=sched,
-                                                         profile_memory=memory) as prof:
+                                                         profile_memory=memory, record_shapes=True) as prof:
             first_active = schedule.wait + schedule.warmup
 
             def reset_peaks() -> None:  # the peak over the recorded steps only; outside them, not a wait inside one
