@@ -22,6 +22,18 @@ from .trace import CPU_OP, DRIVER, MEMCPY, RUNTIME, Trace
 ISSUE = "issue"  # something costs time that could be won back
 NOTE = "note"  # something to know while reading the trace; not a problem in itself
 
+#: an issue that accounts for less than this share of the step time (or window) is reported as a note
+NOTE_BELOW = 0.05
+#: a GPU-bound run whose GPU still idles this share of the window gets a word on it
+IDLE_NOTE = 0.25
+#: a cause of GPU idle time (input, hidden syncs, the compile tax, a cold start) that accounts for at least this share
+#: of the CPU-bound finding's idle time is named before it: it says where the idle time goes
+CAUSE_SHARE = 0.5
+#: the rules whose time is part of the GPU's idle time in a CPU-bound run
+CAUSES_OF_IDLE = ("input-bound", "hidden-sync", "compile-tax", "cold-start")
+#: the rules about the GPU's own work: they matter once the GPU sets the pace
+GPU_SIDE = ("fp32-gemm", "kernel-variance", "addmm-bias-copy")
+
 
 @dataclass
 class Finding:
@@ -31,9 +43,21 @@ class Finding:
     evidence: list[str]
     next: str
     notebook: str  # where the series teaches it
+    share: float | None = None  # the share of ``base`` this finding accounts for; None: it cannot say
+    of: str = ""  # what that time is: "GPU idle", "the DataLoader's __next__", ...
+    base: str = ""  # what the share is of: "the recorded steps", "the recorded window"
+
+    @property
+    def amount(self) -> str:
+        """'62% of the recorded steps (GPU idle)', or '' when the finding cannot size itself."""
+        if self.share is None:
+            return ""
+        return f"{self.share:.0%} of {self.base}" + (f" ({self.of})" if self.of else "")
 
     def text(self) -> str:
         lines = [f"[{self.severity}] {self.title}  ({self.rule}; notebook {self.notebook})"]
+        if self.amount:
+            lines.append(f"    accounts for {self.amount}")
         lines += [f"    - {e}" for e in self.evidence]
         lines.append(f"    try: {self.next}")
         return "\n".join(lines)
@@ -52,37 +76,87 @@ class Context:
             self.cache[key] = compute()
         return self.cache[key]
 
+    @property
+    def base_us(self) -> float:
+        """The time shares are of: the recorded window, from the first step to the last event's end.
+
+        Not the steps' CPU-side total: when the CPU runs ahead, GPU work runs on past the last step's end.
+        """
+        return self.summary.balance.window_us
+
+    @property
+    def base(self) -> str:
+        return "the recorded window"
+
+    def sized(self, f: "Finding", spent_us: float | None, of: str) -> "Finding":
+        """``f`` with the share of the base that ``spent_us`` is (None: the finding cannot size itself)."""
+        if spent_us is not None and self.base_us > 0:
+            f.share, f.of, f.base = min(max(spent_us / self.base_us, 0.0), 1.0), of, self.base
+        return f
+
 
 Rule = Callable[[Context], "Finding | None"]
 
 
-def _overhead(c: Context) -> Finding | None:
+def _balance(c: Context) -> Finding | None:
+    """The CPU/GPU balance: CPU-bound (the GPU waits for the CPU) or GPU-bound; none for a rank inside collectives."""
     b = c.summary.balance
-    if b.verdict is None:
+    if b.verdict is None or b.verdict == facts.IN_COLLECTIVES:
         return None
     evidence = [f"self CPU time {us(b.self_cpu_us)}, GPU time {us(b.device_us)} ({b.ratio:.1%} of the CPU time)",
                 f"GPU busy {us(b.gpu_busy_us)} of the {us(b.window_us)} window"
                 + (f" ({b.gpu_busy_share:.1%})" if b.gpu_busy_share is not None else "")]
-    if b.verdict == "overhead-bound":
+    window = "the recorded window"
+    if b.verdict == facts.CPU_BOUND:
         k = c.summary.kinds
         n = sum(x.count for x in k)
         if n:
             med = statistics.median(facts.durations(c.trace))
             evidence.append(f"{n} pieces of GPU work, median {us(med)} each")
+        advice = ("give each launch more work (larger batches or tensors), launch fewer kernels (fuse ops with "
+                  "torch.compile, CUDA graphs), and keep Python out of the hot loop")
         loading = _input(c)
         if loading is not None and loading.bound:
             # The CPU time is mostly the DataLoader's: launch-side advice would miss the cause.
             evidence.append(f"the DataLoader's __next__ takes {loading.share:.0%} of the recorded steps "
                             "(see input-bound): much of that CPU time is spent preparing data, not launching work")
-            return Finding("overhead-bound", "Overhead-bound: the GPU waits for the CPU", ISSUE, evidence,
-                           "feed the GPU first (see input-bound: DataLoader workers, pinned memory); fewer or larger "
-                           "launches only matter once the input no longer sets the pace", "02")
-        return Finding("overhead-bound", "Overhead-bound: the GPU waits for the CPU", ISSUE, evidence,
-                       "give each launch more work (larger batches or tensors), launch fewer kernels (fuse ops with "
-                       "torch.compile, CUDA graphs), and keep Python out of the hot loop", "02")
-    return Finding("compute-bound", "Compute-bound: the GPU's kernels set the pace", NOTE, evidence,
-                   "look at the longest kernels (kernel choice, dtype, shapes, fusion) rather than at the CPU side",
-                   "02")
+            advice = ("feed the GPU first (see input-bound: DataLoader workers, pinned memory); fewer or larger "
+                      "launches only matter once the input no longer sets the pace")
+        f = Finding("cpu-bound", "CPU-bound: the GPU waits for the CPU", ISSUE, evidence, advice, "02")
+        if b.gpu_idle_share is not None:
+            f.share, f.of, f.base = b.gpu_idle_share, "the GPU idle", window
+        return f
+    if b.gpu_idle_share is not None and b.gpu_idle_share >= IDLE_NOTE:
+        evidence.append(f"yet the GPU was idle for {b.gpu_idle_share:.0%} of the window: by the totals the GPU sets "
+                        "the pace, but part of the time it waits (the other findings may say for what)")
+    f = Finding("gpu-bound", "GPU-bound: the GPU's kernels set the pace", NOTE, evidence,
+                "look at the longest kernels: how near each comes to the GPU's peaks (the roofline in summarize), "
+                "then kernel choice, dtype, shapes, fusion; the CPU side is not what holds this run back", "02")
+    if b.gpu_busy_share is not None:
+        f.share, f.of, f.base = b.gpu_busy_share, "the GPU busy", window
+    return f
+
+
+def _in_collectives(c: Context) -> Finding | None:
+    """A rank whose GPU time is mostly in collectives: sent to the folder view, no CPU/GPU verdict."""
+    b = c.summary.balance
+    if b.verdict != facts.IN_COLLECTIVES:
+        return None
+    ev = [f"{us(b.collective_us)} of the GPU's {us(b.gpu_busy_us)} busy time is in collectives "
+          f"({b.collective_us / b.gpu_busy_us:.0%}); {us(b.collective_exposed_us)} of it with no other GPU work "
+          "beside it",
+          "a collective's kernel runs from when this rank enters it until every rank has: its time holds the wait for "
+          "the slowest rank as well as the transfer, and one rank's trace cannot tell them apart",
+          f"so no CPU- or GPU-bound verdict: this rank's own balance (GPU time {b.ratio:.0%} of its CPU time, "
+          "collectives left out) is not what sets its pace"]
+    f = Finding("inside-collectives", "Inside collectives: this rank's GPU mostly waits for the other ranks or the "
+                "network", ISSUE, ev,
+                "diagnose the folder of every rank's trace (python -m helpers diagnose FOLDER): it names the rank the "
+                "others wait for, if any, and what remains once it is fixed", "15")
+    if b.window_us > 0:
+        f.share, f.of, f.base = b.collective_exposed_us / b.window_us, "collectives with nothing beside them", \
+            "the recorded window"
+    return f
 
 
 def _cold_start(c: Context) -> Finding | None:
@@ -122,7 +196,8 @@ def _cold_start(c: Context) -> Finding | None:
             advice = ("the extra time was a wait for data, not start-up (see input-bound when it fires); one "
                       "hypothesis: worker processes had drained the batches they prepared ahead "
                       "(num_workers x prefetch_factor); a longer recording tells whether the wait comes back")
-    return Finding("cold-start", title, ISSUE, ev, advice, "03")
+    return c.sized(Finding("cold-start", title, ISSUE, ev, advice, "03"), first.dur_us - rest,
+                   "the first step beyond the others' median")
 
 
 def _occupancy_queries(c: Context) -> Finding | None:
@@ -183,13 +258,14 @@ def _bias_copy(c: Context) -> Finding | None:
         return None
     size = t.args.get(found[0], {}).get("bytes")
     total = sum(t.dur[j] for j in found)
-    return Finding("addmm-bias-copy", "Device-to-device copy before a GEMM: addmm copying its bias", NOTE,
+    return c.sized(Finding("addmm-bias-copy", "Device-to-device copy before a GEMM: addmm copying its bias", NOTE,
                    [f"{len(found)} x {t.name_of(found[0])}" + (f" of {nbytes(size)}" if size else "")
                     + f" under aten::addmm, {us(total)} in all",
                     "with a full-matrix bias, ATen's CUDA addmm copies it into the output, then the GEMM adds its "
                     "product onto it"],
                    "expected when the bias is a full matrix (torch.addmm, or torch.compile's rewrite of matmul + add); "
-                   "a 1-D bias, as nn.Linear has, can go to the GEMM's bias epilogue with no copy", "08")
+                   "a 1-D bias, as nn.Linear has, can go to the GEMM's bias epilogue with no copy", "08"),
+                   total, "the bias copies on the GPU")
 
 
 def _buffer_request(c: Context) -> Finding | None:
@@ -202,25 +278,55 @@ def _buffer_request(c: Context) -> Finding | None:
                    "recorded steps", "03")
 
 
+def _like_with_like(t: Trace, j: int) -> tuple:
+    """What makes two launches of a kernel the same work: its grid and block, and its op's input shapes and types."""
+    a = t.args.get(j, {})
+    i = t.launch_of(j)
+    op = next((p for p in t.ancestors(i) if t.group_of(p) == CPU_OP), -1) if i >= 0 else -1
+    oa = t.args.get(op, {}) if op >= 0 else {}
+    return (str(a.get("grid")), str(a.get("block")), str(oa.get("Input Dims")), str(oa.get("Input type")))
+
+
 def _variance(c: Context) -> Finding | None:
+    """Launches of the same kernel doing the same work (same name, grid, block and input shapes) that differ in time.
+
+    Collectives are left out: their time holds the wait for other ranks, not a kernel's own variance.
+    """
+    t = c.trace
     worst = None
     for k in c.summary.kernels:
-        if k.kind in (kk.COPY, kk.FILL):  # copies vary with what they copy from (pageable memory...)
+        if k.kind in (kk.COPY, kk.FILL, kk.COLLECTIVE):  # copies vary with what they copy from (pageable memory...)
             continue
-        if k.count >= 5 and k.median_us >= 5 and k.max_us > 1.1 * k.median_us:
-            spread = k.max_us / k.median_us - 1
+        if k.count < 5 or k.median_us < 5 or k.max_us <= 1.1 * k.median_us:
+            continue
+        groups: dict[tuple, list[float]] = {}
+        for j in t.indices(name=k.name):
+            if t.is_gpu(j):
+                groups.setdefault(_like_with_like(t, j), []).append(t.dur[j])
+        for key, durs in groups.items():
+            if len(durs) < 5:
+                continue
+            med = statistics.median(durs)
+            if med < 5 or max(durs) <= 1.1 * med:
+                continue
+            spread = max(durs) / med - 1
             if worst is None or spread > worst[0]:
-                worst = (spread, k)
+                worst = (spread, k, key, durs, med)
     if worst is None:
         return None
-    spread, k = worst
-    return Finding("kernel-variance", "Kernels of the same name with different durations", NOTE,
-                   [f"{k.count} x {short(k.name, 60)}: median {us(k.median_us)}, mean {us(k.mean_us)}, "
-                    f"min {us(k.min_us)}, max {us(k.max_us)} (+{spread:.0%} over the median)"],
-                   "if the shapes are the same (an elementwise kernel's name does not change with its size), quote "
-                   "the median and study the outliers apart; possible causes to test (the article's list): clocks, "
-                   "heat, power management, driver housekeeping, other work on the GPU",
-                   "07")
+    spread, k, key, durs, med = worst
+    grid, block, dims, _types = key
+    same = [f"grid {grid}, block {block}" if grid != "None" else "",
+            f"inputs {dims}" if dims != "None" else "the same op (the trace has no input shapes)"]
+    ev = [f"{len(durs)} x {short(k.name, 60)} with the same " + ", ".join(x for x in same if x)
+          + f": median {us(med)}, min {us(min(durs))}, max {us(max(durs))} (+{spread:.0%} over the median)"]
+    if len(durs) < k.count:
+        ev.append(f"compared only with each other: the trace holds {k.count} launches of that name in all, "
+                  "some doing other work (another grid or other shapes)")
+    return c.sized(Finding("kernel-variance", "The same kernel doing the same work with different durations", NOTE, ev,
+                           "quote the median and study the outliers apart; possible causes to test (the article's "
+                           "list): clocks, heat, power management, driver housekeeping, other work on the GPU", "07"),
+                   sum(d - med for d in durs if d > med), "the slower launches' time beyond the median")
 
 
 #: a compiled call is a tax when its traced CPU time is more than this many times the GPU work it launches
@@ -254,10 +360,12 @@ def _compile(c: Context) -> Finding | None:
     if cpu and gpu and COMPILE_TAX_FACTOR * statistics.median(gpu) < statistics.median(cpu):
         ev.append(f"each '{region}' call takes {us(statistics.median(cpu))} on the CPU and launches "
                   f"{us(statistics.median(gpu))} of GPU work (more than {COMPILE_TAX_FACTOR:g}x)")
-        return Finding("compile-tax", "Compiled region costs more CPU time than the GPU work it launches", ISSUE, ev,
-                       "confirm it without the profiler first (torch.utils.benchmark.Timer: the profiler inflates CPU "
-                       "time per op); then compile larger graphs, batch the work, or try mode='reduce-overhead' "
-                       "(CUDA graphs) and measure", "08")
+        return c.sized(Finding("compile-tax", "Compiled region costs more CPU time than the GPU work it launches",
+                               ISSUE, ev,
+                               "confirm it without the profiler first (torch.utils.benchmark.Timer: the profiler "
+                               "inflates CPU time per op); then compile larger graphs, batch the work, or try "
+                               "mode='reduce-overhead' (CUDA graphs) and measure", "08"),
+                       sum(max(a - b, 0.0) for a, b in zip(cpu, gpu)), "compiled calls' CPU time beyond their GPU work")
     return Finding("compile-cache-hits", "torch.compile: one graph, reused every call", NOTE,
                    [e + " (the same graph every call: cache hits)" for e in ev],
                    "nothing to fix; read the generated code under /tmp/torchinductor_<user>/ to see what was fused",
@@ -277,10 +385,11 @@ def _tiny_kernels(c: Context) -> Finding | None:
     launch_cost = statistics.median(launch)
     if med >= launch_cost:
         return None
-    return Finding("tiny-kernels", "Kernels shorter than the calls that launch them", ISSUE,
-                   [f"{len(durs)} pieces of GPU work, median {us(med)}; a launch call takes {us(launch_cost)} "
-                    "(median) on the CPU"],
-                   "fuse small ops (torch.compile), batch work, or capture the sequence in a CUDA graph", "09")
+    return c.sized(Finding("tiny-kernels", "Kernels shorter than the calls that launch them", ISSUE,
+                           [f"{len(durs)} pieces of GPU work, median {us(med)}; a launch call takes "
+                            f"{us(launch_cost)} (median) on the CPU"],
+                           "fuse small ops (torch.compile), batch work, or capture the sequence in a CUDA graph", "09"),
+                   sum(launch), "launch calls on the CPU")
 
 
 # --- volume two: the training step (12), memory (13), the input pipeline (14) -------------------
@@ -351,10 +460,11 @@ def _input_bound(c: Context) -> Finding | None:
     if any("_SingleProcessDataLoaderIter" in n for n in names):
         ev.append("_SingleProcessDataLoaderIter: the batches are made in the main process (num_workers=0), "
                   "between the steps")
-    return Finding("input-bound", "Input-bound: the GPU waits for the DataLoader", ISSUE, ev,
+    return c.sized(Finding("input-bound", "Input-bound: the GPU waits for the DataLoader", ISSUE, ev,
                    "prepare batches while the GPU trains: DataLoader(num_workers=N, persistent_workers=True) makes "
                    "them in other processes; make each sample cheaper (decode once, augment on the GPU); then check "
-                   f"that the DataLoader span shrinks to a queue read ({DATALOADER_DOCS})", "14")
+                   f"that the DataLoader span shrinks to a queue read ({DATALOADER_DOCS})", "14"),
+                   loading.loader_us, "the DataLoader's __next__")
 
 
 def _syncs(c: Context) -> list[sf.Sync]:
@@ -409,8 +519,13 @@ def _hidden_sync(c: Context) -> Finding | None:
     tips.append(f"torch.cuda.set_sync_debug_mode('warn') names each line that synchronizes ({SYNC_DEBUG}; "
                 f"when a copy call waits: {sf.SYNC_BEHAVIOUR})")
     where = " inside the step" if c.summary.steps else ""  # no steps: no step to say it is in
-    return Finding("hidden-sync", f"Hidden synchronizations: the CPU waits for the GPU{where}", ISSUE, ev,
-                   "; ".join(tips), "12")
+    # What the waits cost: the GPU's idle time after each (the CPU launches nothing while it waits, then the GPU
+    # waits for it); where the trace cannot say, the waits' own length.
+    idle = [s.gpu_idle_after_us for s in syncs if s.gpu_idle_after_us is not None]
+    cost, of = ((sum(idle), "the GPU idle after the waits") if idle else
+                (sum(s.dur_us for s in syncs), "the calls that wait"))
+    return c.sized(Finding("hidden-sync", f"Hidden synchronizations: the CPU waits for the GPU{where}", ISSUE, ev,
+                           "; ".join(tips), "12"), cost, of)
 
 
 def _pageable_copies(c: Context) -> Finding | None:
@@ -430,11 +545,11 @@ def _pageable_copies(c: Context) -> Finding | None:
     if waits:
         ev.append(f"{len(waits)} of them made the CPU wait ({' + '.join(waits[0].calls)} under "
                   f"{waits[0].cause_op or waits[0].op})")
-    return Finding("pageable-copies", "Copies to the GPU from pageable memory", ISSUE, ev,
+    return c.sized(Finding("pageable-copies", "Copies to the GPU from pageable memory", ISSUE, ev,
                    "pin the batches (DataLoader(pin_memory=True), which pins in a background thread) and copy with "
                    ".to(device, non_blocking=True), so that the copy goes by DMA without a staging buffer and the CPU "
                    f"need not wait; pinning each tensor yourself costs time too ({PINNED_DOCS}; {sf.SYNC_BEHAVIOUR})",
-                   "14")
+                   "14"), sum(x.total_us for x in pageable), "the copies from pageable memory, on the GPU")
 
 
 def _fp32_gemms(c: Context) -> Finding | None:
@@ -459,11 +574,12 @@ def _fp32_gemms(c: Context) -> Finding | None:
     ops = Counter(_op_chain(t, j) for j in facts.gpu_work(t) if t.name_of(j) in names)
     if ops:
         ev.append("launched under " + ", ".join(f"{op} x {n}" for op, n in ops.most_common(4)))
-    return Finding("fp32-gemm", "float32 GEMMs without tensor cores on a GPU that has them", ISSUE, ev,
+    return c.sized(Finding("fp32-gemm", "float32 GEMMs without tensor cores on a GPU that has them", ISSUE, ev,
                    "likely TF32 is off for matmuls (PyTorch's default): if float32's last bits do not matter, "
                    "torch.set_float32_matmul_precision('high') lets cuBLAS use TF32 tensor cores, or run the forward "
                    "under torch.autocast in a 16-bit dtype; if these GEMMs were meant to be 16-bit, look where "
-                   f"their inputs became float32 (the ops above) ({TF32_DOCS}; {TF32_NOTE})", "12")
+                   f"their inputs became float32 (the ops above) ({TF32_DOCS}; {TF32_NOTE})", "12"),
+                   simt.total_us, "float32 GEMMs on the CUDA cores")
 
 
 def _op_chain(t: Trace, j: int) -> str:
@@ -506,27 +622,70 @@ def _unfused_optimizer(c: Context) -> Finding | None:
     steps_gpu = c.summary.balance.device_us
     if steps_gpu > 0:
         ev.append(f"{sum(o.gpu_us for o in calls) / steps_gpu:.0%} of the trace's GPU time")
-    return Finding("unfused-optimizer", f"{cls} without fused=True: the optimizer step in more kernels than needed",
-                   ISSUE, ev,
+    return c.sized(Finding("unfused-optimizer",
+                           f"{cls} without fused=True: the optimizer step in more kernels than needed", ISSUE, ev,
                    f"{cls}(..., fused=True) (see {sf.ADAMW_DOCS}) updates the parameters in fused kernels: likely fewer "
-                   "launches and less GPU time per step; measure the step before and after", "12")
+                   "launches and less GPU time per step; measure the step before and after", "12"),
+                   sum(o.gpu_us for o in calls), "the optimizer's GPU work")
 
 
-RULES: list[Rule] = [_input_bound, _overhead, _cold_start, _occupancy_queries, _profiler_flush, _bias_copy,
-                     _buffer_request, _variance, _compile, _tiny_kernels, _hidden_sync, _pageable_copies,
+RULES: list[Rule] = [_input_bound, _balance, _in_collectives, _cold_start, _occupancy_queries, _profiler_flush,
+                     _bias_copy, _buffer_request, _variance, _compile, _tiny_kernels, _hidden_sync, _pageable_copies,
                      _fp32_gemms, _unfused_optimizer]
 
 
+def rank(found: list[Finding]) -> list[Finding]:
+    """Findings ordered by the share of the time each accounts for, the one to look at first first.
+
+    An issue under NOTE_BELOW becomes a note. Issues come before notes, sized ones before those that cannot size
+    themselves. A cause of the GPU's idle time that accounts for most of it comes before the CPU-bound finding,
+    which then says so: the cause is the thing to fix.
+    """
+    for f in found:
+        if f.severity == ISSUE and f.share is not None and f.share < NOTE_BELOW:
+            f.severity = NOTE
+    ordered = sorted(found, key=lambda f: (f.severity != ISSUE, f.share is None, -(f.share or 0.0)))
+    cpu = next((f for f in ordered if f.rule == "cpu-bound" and f.severity == ISSUE), None)
+    if cpu is not None:
+        # While the GPU waits for the CPU, faster kernels do not shorten the step: they come after the verdict.
+        gpu_side = [f for f in ordered if f.rule in GPU_SIDE and ordered.index(f) < ordered.index(cpu)]
+        for f in gpu_side:
+            ordered.remove(f)
+            ordered.insert(ordered.index(cpu) + 1, f)
+            f.evidence.append("the run is CPU-bound (the GPU waits for the CPU): faster GPU work shortens the step "
+                              "only once the CPU side no longer sets the pace")
+    if cpu is not None and cpu.share:
+        causes = [f for f in ordered if f.rule in CAUSES_OF_IDLE and f.severity == ISSUE and f.share is not None
+                  and f.share >= CAUSE_SHARE * cpu.share]
+        if causes:
+            ordered.remove(cpu)
+            ordered.insert(ordered.index(causes[-1]) + 1, cpu)
+            cpu.evidence.append("most of that idle time is explained by the finding" + ("s" if len(causes) > 1 else "")
+                                + " above (" + ", ".join(f.rule for f in causes) + "): fix " +
+                                ("it" if len(causes) == 1 else "them") + " first")
+    return ordered
+
+
 def diagnose(trace: Trace) -> list[Finding]:
-    """Every cheat-sheet rule that applies to this trace, issues first."""
+    """Every cheat-sheet rule that applies to this trace, ranked by what it accounts for (:func:`rank`)."""
     from .distributed import trace_rules  # issue 13's rules for a rank's collectives (they import Finding from here)
 
     ctx = Context(trace, facts.summarize(trace))
     found = [f for f in (rule(ctx) for rule in RULES + trace_rules()) if f is not None]
-    return sorted(found, key=lambda f: f.severity != ISSUE)
+    if any(f.rule == "inside-collectives" for f in found):  # the same time, said better for one rank
+        found = [f for f in found if f.rule != "communication-bound"]
+    return rank(found)
+
+
+def first_line(findings: list[Finding]) -> str:
+    """The one thing to look at first, in a line."""
+    if not findings:
+        return "No rule of the cheat sheet applies to this trace."
+    f = findings[0]
+    return f"Look first at: {f.title}" + (f" ({f.amount})" if f.amount else "") + "."
 
 
 def text(findings: list[Finding]) -> str:
     if not findings:
-        return "No rule of the cheat sheet applies to this trace."
-    return "\n\n".join(f.text() for f in findings)
+        return first_line(findings)
+    return first_line(findings) + "\n\n" + "\n\n".join(f.text() for f in findings)

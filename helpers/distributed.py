@@ -630,22 +630,43 @@ def _finding(*args: Any) -> "Finding":
     return Finding(*args)
 
 
-def _communication_bound(rows: list[RankRow], folder: bool = True) -> "Finding | None":
+def _sized(f: "Finding", spent_us: float, window_us: float) -> "Finding":
+    """``f`` with the share of a rank's recorded window that ``spent_us`` is."""
+    if window_us > 0:
+        f.share, f.of, f.base = min(max(spent_us / window_us, 0.0), 1.0), f.of or "", "the rank's recorded window"
+    return f
+
+
+def _communication_bound(rows: list[RankRow], folder: bool = True,
+                         straggler: "Straggler | None" = None) -> "Finding | None":
+    """Ranks whose exposed collective time is a large share of their GPU time; with a straggler named, what remains
+    of that time once it is fixed (the exposed time beyond each rank's wait for the straggler)."""
     from .diagnose import ISSUE
 
     bound = [x for x in rows if x.verdict == COMMUNICATION_BOUND]
     if not bound:
         return None
+    named = straggler is not None and straggler.rank is not None
     ev = [f"{_who(x)}: {us(x.collective_us)} in collectives, {us(x.exposed_us)} of it with no compute running: "
           f"{x.exposed_share:.0%} of the {us(x.gpu_busy_us)} its GPU was busy (compute: {us(x.compute_us)}"
           f"{'' if x.compute_verdict is None else ', ' + x.compute_verdict + ' on its own'})" for x in bound]
-    return _finding("communication-bound", "Waiting on communication: the GPU spends more time in collectives alone "
-                    "than computing", ISSUE, ev,
-                    "find out how much of it is waiting for another rank "
-                    + ("(the straggler finding, if any, says who and how long) " if folder else
-                       "(diagnose the folder of every rank's trace: the straggler rule) ")
-                    + "and how much is transfer; overlap collectives with compute (DDP launches "
-                    f"each bucket's all-reduce during the backward pass: {_DDP}); send fewer or larger messages", "15")
+    remains = {x.rank: max(x.exposed_us - (x.wait_us or 0.0), 0.0) for x in bound}
+    if named:
+        ev += [f"{_who(x)}: {us(x.wait_us or 0.0)} of it is waiting for rank {straggler.rank} (see straggler); "
+               f"{us(remains[x.rank])} remains once that wait is gone" for x in bound]
+        title = "What remains once the straggler is fixed: collectives that run with no compute beside them"
+    else:
+        title = "Waiting on communication: the GPU spends more time in collectives alone than computing"
+    f = _finding("communication-bound", title, ISSUE, ev,
+                 ("fix the straggler first; then " if named else
+                  "find out how much of it is waiting for another rank "
+                  + ("(the straggler finding, if any, says who and how long) " if folder else
+                     "(diagnose the folder of every rank's trace: the straggler rule) ") + "and how much is transfer; ")
+                 + "overlap collectives with compute (DDP launches each bucket's all-reduce during the backward "
+                 f"pass: {_DDP}); send fewer or larger messages", "15")
+    worst = max(bound, key=lambda x: remains[x.rank] if named else x.exposed_us)
+    f.of = "collective time with no compute beside it" + (", beyond the wait for the straggler" if named else "")
+    return _sized(f, remains[worst.rank] if named else worst.exposed_us, worst.window_us)
 
 
 def _low_overlap(rows: list[RankRow]) -> "Finding | None":
@@ -657,10 +678,13 @@ def _low_overlap(rows: list[RankRow]) -> "Finding | None":
         return None
     ev = [f"{_who(x)}: {x.overlap_pct:.1f}% of its collective time had compute running beside it; "
           f"{us(x.exposed_us)} did not" for x in low]
-    return _finding("low-overlap", "Collectives mostly run alone: little communication hidden behind compute", ISSUE, ev,
-                    "start collectives while independent compute remains (async_op=True and wait() as late as "
-                    f"possible; DDP's gradient buckets, bucket_cap_mb: {_DDP}) and check that they run on their own "
-                    "stream", "15")
+    f = _finding("low-overlap", "Collectives mostly run alone: little communication hidden behind compute", ISSUE, ev,
+                 "start collectives while independent compute remains (async_op=True and wait() as late as "
+                 f"possible; DDP's gradient buckets, bucket_cap_mb: {_DDP}) and check that they run on their own "
+                 "stream", "15")
+    worst = max(low, key=lambda x: x.exposed_us)
+    f.of = "collective time with no compute beside it"
+    return _sized(f, worst.exposed_us, worst.window_us)
 
 
 def _straggler(r: Ranks) -> "Finding | None":
@@ -679,16 +703,34 @@ def _straggler(r: Ranks) -> "Finding | None":
     others = [x.compute_us for x in r.ranks if x.rank != s.rank]
     ev.append(f"compute (GPU work other than collectives): rank {s.rank} {us(me.compute_us)}, the others "
               + ", ".join(f"{us(v)}" for v in others))
-    return _finding("straggler", f"Straggler: the other ranks wait for rank {s.rank} in their collectives", ISSUE, ev,
-                    f"look at what rank {s.rank} does before the collectives it enters last: its GPU work, its CPU "
-                    "side, its input; one hypothesis to test is an uneven split of work between ranks (more data, "
-                    "larger shards or more compute on this rank)", "15")
+    f = _finding("straggler", f"Straggler: the other ranks wait for rank {s.rank} in their collectives", ISSUE, ev,
+                 f"look at what rank {s.rank} does before the collectives it enters last: its GPU work, its CPU "
+                 "side, its input; one hypothesis to test is an uneven split of work between ranks (more data, "
+                 "larger shards or more compute on this rank)", "15")
+    waiting = [x for x in r.ranks if x.rank != s.rank and x.wait_us is not None]
+    if not waiting:
+        return f
+    worst = max(waiting, key=lambda x: x.wait_us or 0.0)
+    f.of = f"rank {worst.rank} waiting for rank {s.rank}"
+    return _sized(f, worst.wait_us or 0.0, worst.window_us)
 
 
 def diagnose_ranks(r: Ranks) -> list["Finding"]:
-    """The distributed rules on a folder's ranks: a rank waiting on communication, low overlap, a straggler."""
-    found = [f for f in (_communication_bound(r.ranks), _low_overlap(r.ranks), _straggler(r)) if f is not None]
-    return found
+    """The distributed rules on a folder's ranks: a straggler first, then what remains once it is fixed."""
+    from .diagnose import NOTE_BELOW, rank
+
+    lead = _straggler(r)
+    rest = [f for f in (_communication_bound(r.ranks, straggler=r.straggler), _low_overlap(r.ranks)) if f is not None]
+    if lead is not None and lead.share is not None and lead.share < NOTE_BELOW:
+        rest, lead = rest + [lead], None  # a straggler that costs the others little is a note among the rest
+    rest = rank(rest)
+    if lead is not None:
+        for f in rest:
+            if f.rule == "low-overlap":
+                f.title = "What remains once the straggler is fixed: " + f.title[0].lower() + f.title[1:]
+                f.evidence.append("part of this exposed time is the wait for the straggler: measure again once it "
+                                  "is fixed")
+    return ([lead] if lead is not None else []) + rest
 
 
 def _who(x: RankRow) -> str:

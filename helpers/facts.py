@@ -25,8 +25,13 @@ from .trace import (ANNOTATION, COUNTER_RANGE, CPU_GROUPS, CPU_OP, DRIVER, GPU_W
                     Trace, _gc_paused, covered, lane_spans)
 from .spans import clipped
 
-#: GPU time over self CPU time at or above which a run is compute-bound
-COMPUTE_BOUND_RATIO = 0.5
+#: GPU time over self CPU time at or above which a run is GPU-bound
+GPU_BOUND_RATIO = 0.5
+#: the verdicts on the CPU/GPU balance
+GPU_BOUND, CPU_BOUND, IN_COLLECTIVES = "GPU-bound", "CPU-bound", "inside collectives"
+#: collective time at or above this share of the GPU's busy time: the rank mostly waits for other ranks or the
+#: network, so neither side of its own balance sets the pace (no CPU- or GPU-bound verdict: diagnose the folder)
+COLLECTIVE_SHARE = 0.5
 
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
 _FX_HASH = re.compile(r"CompiledFxGraph\s+(\S+)")
@@ -96,16 +101,16 @@ class Balance:
 
     self_cpu_us: float  # the table's "Self CPU time total"
     # The table's "Self CUDA time total" (kernels, copies, fills) less the collectives: a GPU waiting
-    # in NCCL for another rank is not computing, so that time must not make a run "compute-bound".
+    # in NCCL for another rank is not computing, so that time must not make a run "GPU-bound".
     # Without collectives (any single-GPU run) it is the table's total.
     device_us: float
     ratio: float | None  # device / self CPU
-    verdict: str | None  # "overhead-bound", "compute-bound", or None without GPU work
+    verdict: str | None  # GPU_BOUND, CPU_BOUND, IN_COLLECTIVES (mostly inside collectives), or None: no GPU work
     window_us: float  # from the first recorded step (or event) to the last event's end
     gpu_busy_us: float  # time in the window with at least one kernel, copy or fill running (collectives too)
     gpu_busy_share: float | None
     gpu_idle_share: float | None
-    threshold: float = COMPUTE_BOUND_RATIO
+    threshold: float = GPU_BOUND_RATIO
     collective_us: float = 0.0  # GPU time in collectives (NCCL/RCCL): communication, left out of device_us
     collective_exposed_us: float = 0.0  # in the window, collective time with no other GPU work running
 
@@ -156,7 +161,7 @@ def balance(trace: Trace) -> Balance:
     """Self CPU against device time, and the verdict with its numbers.
 
     Time in collectives is not counted as device time: a rank that waits in
-    NCCL for the others is not compute-bound (see :mod:`helpers.distributed`).
+    NCCL for the others is not GPU-bound (see :mod:`helpers.distributed`).
     """
     cpu = self_cpu_us(trace)
     work = gpu_work(trace)
@@ -175,7 +180,9 @@ def balance(trace: Trace) -> Balance:
         other = clipped(vector.spans(trace, list(filterfalse(in_coll.__contains__, work))), lo, hi)
         exposed = sum(e - s for s, e in coll_spans) - vector.intersection_us(coll_spans, other)
     ratio = dev / cpu if cpu > 0 else math.inf
-    verdict = "compute-bound" if ratio >= COMPUTE_BOUND_RATIO else "overhead-bound"
+    verdict = GPU_BOUND if ratio >= GPU_BOUND_RATIO else CPU_BOUND
+    if coll and busy > 0 and coll_us >= COLLECTIVE_SHARE * busy:
+        verdict = IN_COLLECTIVES
     share = busy / win if win > 0 else None
     return Balance(cpu, dev, ratio, verdict, win, busy, share, None if share is None else 1 - share,
                    collective_us=coll_us, collective_exposed_us=exposed)

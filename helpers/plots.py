@@ -156,7 +156,7 @@ def _gaps(spans: list[tuple[float, float]], lo: float, hi: float) -> list[tuple[
 
 
 def sweep(sizes: Sequence[int], cpu_us: Sequence[float], gpu_us: Sequence[float], *,
-          threshold: float = facts.COMPUTE_BOUND_RATIO, title: str = "", ax=None,
+          threshold: float = facts.GPU_BOUND_RATIO, title: str = "", ax=None,
           cpu_without_sync_us: Sequence[float] | None = None):
     """Self CPU time and GPU time against matrix size, with the crossover marked.
 
@@ -181,7 +181,7 @@ def sweep(sizes: Sequence[int], cpu_us: Sequence[float], gpu_us: Sequence[float]
     cross = crossover(sizes, cpu_us, gpu_us, threshold)
     if cross is not None:
         ax.axvline(cross, color="#555", ls="--", lw=1)
-        ax.text(cross, ax.get_ylim()[1], f" compute-bound from about n={cross:.0f}", va="top", fontsize=8)
+        ax.text(cross, ax.get_ylim()[1], f" GPU-bound from about n={cross:.0f}", va="top", fontsize=8)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3, which="both")
     ax.set_title(title, fontsize=10)
@@ -190,7 +190,7 @@ def sweep(sizes: Sequence[int], cpu_us: Sequence[float], gpu_us: Sequence[float]
 
 
 def crossover(sizes: Sequence[int], cpu_us: Sequence[float], gpu_us: Sequence[float],
-              threshold: float = facts.COMPUTE_BOUND_RATIO) -> float | None:
+              threshold: float = facts.GPU_BOUND_RATIO) -> float | None:
     """The size where GPU time reaches ``threshold`` of CPU time (log-interpolated), or None."""
     r = [g / c if c else math.inf for g, c in zip(gpu_us, cpu_us)]
     for n in range(1, len(sizes)):

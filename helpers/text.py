@@ -76,7 +76,11 @@ def _balance_lines(s: Summary, top: int) -> list[str]:
         shares = (f"({b.gpu_busy_share:.1%} busy, {b.gpu_idle_share:.1%} idle)" if b.gpu_busy_share is not None
                   else "(every event at one instant: no share to give)")
         out.append(f"  GPU busy           {us(b.gpu_busy_us):>10}  of a {us(b.window_us)} window {shares}")
-        out.append(f"  verdict            {b.verdict} (compute-bound when GPU time >= {b.threshold:.0%} of CPU time)")
+        if b.verdict == "inside collectives":
+            out.append(f"  verdict            {b.verdict}: most of the GPU's busy time is in collectives, waiting for "
+                       "other ranks or the network; diagnose the folder of every rank's trace")
+        else:
+            out.append(f"  verdict            {b.verdict} (GPU-bound when GPU time >= {b.threshold:.0%} of CPU time)")
     return out
 
 

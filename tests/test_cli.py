@@ -12,14 +12,14 @@ from conftest import ROOT, cli
 def test_summarize_text(h200):
     out = cli("summarize", h200 / "4096_bf16_warm_eager.json")
     assert out.returncode == 0, out.stderr
-    assert "verdict            compute-bound" in out.stdout
+    assert "verdict            GPU-bound" in out.stdout
     assert "NVIDIA H200" in out.stdout and "cuLaunchKernelEx" in out.stdout
 
 
 def test_summarize_json(h200):
     out = cli("summarize", h200 / "64_bf16_cold_eager.json", "--json")
     d = json.loads(out.stdout)
-    assert d["verdict"] == "overhead-bound" and d["device"] == "NVIDIA H200"
+    assert d["verdict"] == "CPU-bound" and d["device"] == "NVIDIA H200"
     assert [s["name"] for s in d["steps"]] == ["ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"]
     assert d["runtime_calls"] == {"cuLaunchKernelEx": 3, "cudaLaunchKernel": 3, "cudaDeviceSynchronize": 1}
     assert sorted(k["kind"] for k in d["kernels"]) == ["elementwise", "gemm"]
@@ -32,7 +32,7 @@ def test_every_reference_trace_summarizes(h200):
     for path in (h200 / name for name in traces):
         out = cli("summarize", path, "--json")
         assert out.returncode == 0, (path.name, out.stderr)
-        assert json.loads(out.stdout)["verdict"] in ("overhead-bound", "compute-bound"), path.name
+        assert json.loads(out.stdout)["verdict"] in ("CPU-bound", "GPU-bound"), path.name
 
 
 def test_not_a_trace_exits_2_with_one_line(tmp_path):

@@ -18,15 +18,15 @@ def rules(h200, tag):
 
 def test_overhead_bound_at_64(h200):
     found = rules(h200, "64_bf16_cold_eager")
-    f = found["overhead-bound"]
+    f = found["cpu-bound"]
     assert f.severity == ISSUE and f.notebook == "02"
     assert any("GPU time" in e for e in f.evidence)
-    assert "compute-bound" not in found
+    assert "gpu-bound" not in found
 
 
 def test_compute_bound_at_4096_is_only_a_note(h200):
     found = rules(h200, "4096_bf16_warm_eager")
-    assert "overhead-bound" not in found and found["compute-bound"].severity != ISSUE
+    assert "cpu-bound" not in found and found["gpu-bound"].severity != ISSUE
 
 
 def test_cold_first_step_without_warmup(h200):
@@ -62,7 +62,7 @@ def test_every_external_trace(external):
         found = diagnose(read_trace(path))
         names = {f.rule for f in found}
         if "cpu_only" in path.name:
-            assert not names & {"overhead-bound", "compute-bound"}
+            assert not names & {"cpu-bound", "gpu-bound"}
         for f in found:
             assert f.evidence and f.next and f.notebook
 
@@ -71,10 +71,10 @@ def test_cli(h200):
     out = subprocess.run([sys.executable, "-m", "helpers", "diagnose", str(h200 / "64_bf16_cold_eager_s0-0-3.json"),
                           "--json"], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0
-    assert {"overhead-bound", "cold-start", "profiler-buffer"} <= {f["rule"] for f in json.loads(out.stdout)}
+    assert {"cpu-bound", "cold-start", "profiler-buffer"} <= {f["rule"] for f in json.loads(out.stdout)}
     text = subprocess.run([sys.executable, "-m", "helpers", "diagnose", str(h200 / "64_bf16_cold_eager.json")],
                           capture_output=True, text=True, cwd=ROOT).stdout
-    assert "[issue] Overhead-bound" in text and "try:" in text
+    assert text.startswith("Look first at: CPU-bound") and "[issue] CPU-bound" in text and "try:" in text
 
 
 def test_occupancy_queries_in_the_first_step_only(h200):

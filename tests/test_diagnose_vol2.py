@@ -60,16 +60,16 @@ def test_input_bound_and_what_overhead_bound_says_then(found):
     assert f.notebook == "14" and f"({share:.0%})" in f.evidence[0] and "idle for 100%" in f.evidence[0]
     assert any("num_workers=0" in e for e in f.evidence) and "num_workers" in f.next
     for name in fired(found, "input-bound"):
-        over = found[name]["overhead-bound"]
+        over = found[name]["cpu-bound"]
         assert "keep Python out of the hot loop" not in over.next and "input-bound" in over.next
         assert any("DataLoader" in e for e in over.evidence)
         # input-bound is said first
         order = [x.rule for x in diagnose(read_trace(ROOT / "traces/reference/nvidia-h200" / f"{name}.json"))]
-        assert order.index("input-bound") < order.index("overhead-bound")
+        assert order.index("input-bound") < order.index("cpu-bound")
 
 
 def test_overhead_bound_keeps_its_advice_without_a_dataloader(h200):
-    over = rules(h200, "64_bf16_cold_eager")["overhead-bound"]
+    over = rules(h200, "64_bf16_cold_eager")["cpu-bound"]
     assert "keep Python out of the hot loop" in over.next
 
 
@@ -119,7 +119,7 @@ def test_fp32_gemms_on_tensor_cores_gpu(found):
                                                           "train-fp32-foreach-syncs", "train-fp32-foreach-mem-b4096")}
     f = found[tag("train-fp32-foreach")]["fp32-gemm"]
     assert "(99%)" in f.evidence[0] and "compute capability 9.0" in f.evidence[1]
-    assert "aten::addmm (in aten::linear)" in f.evidence[-1]
+    assert any("aten::addmm (in aten::linear)" in e for e in f.evidence)
     assert "set_float32_matmul_precision('high')" in f.next
 
 
@@ -159,14 +159,16 @@ def test_the_cheat_sheet_lists_every_rule():
         row = next((ln for ln in sheet.splitlines() if f"`{rule}`" in ln), None)
         assert row is not None, rule
         assert re.search(r"\[1[234]\]\(\.\./notebooks/1[234]_", row), row  # the notebook that teaches it
-    assert len(RULES) == 14
+    assert len(RULES) == 15
+    for rule in ("cpu-bound", "gpu-bound", "inside-collectives", "communication-bound", "straggler", "low-overlap"):
+        assert f"`{rule}`" in sheet, rule
 
 
 def test_findings_through_the_command_line(h200):
     out = cli("diagnose", h200 / f"{tag('input-w0')}.json", "--json")
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout, parse_constant=lambda w: pytest.fail(f"{w} in strict JSON"))
-    assert {"input-bound", "pageable-copies", "hidden-sync", "overhead-bound"} <= {f["rule"] for f in got}
+    assert {"input-bound", "pageable-copies", "hidden-sync", "cpu-bound"} <= {f["rule"] for f in got}
     text = cli("diagnose", h200 / f"{tag('train-fp32-foreach-syncs')}.json").stdout
     assert "[issue] Hidden synchronizations" in text and "aten::is_nonzero under 'bookkeeping'" in text
 

@@ -98,20 +98,21 @@ def test_pair_rows_against_the_raw_json(pair, pair_ranks, rank):
     assert row.exposed_us == pytest.approx(t_coll - t_both)
     # exposed collective time is more than half of the busy time on both ranks: waiting on communication
     assert row.exposed_us >= 0.5 * row.gpu_busy_us
-    assert row.verdict == D.COMMUNICATION_BOUND and row.compute_verdict == "overhead-bound"
+    assert row.verdict == D.COMMUNICATION_BOUND and row.compute_verdict == facts.IN_COLLECTIVES
 
 
 def test_issue_13_rank_is_no_longer_compute_bound(pair):
-    """The issue's rank: 379 of 668 ms of GPU time in collectives, 77% idle, once called compute-bound."""
+    """The issue's rank: 379 of 668 ms of GPU time in collectives, 77% idle, once called compute-bound; mostly inside
+    collectives, it now gets no CPU- or GPU-bound verdict at all (issue 22)."""
     t = read_trace(pair / "sampled_rank-1.json.gz")
     b = facts.balance(t)
     assert round(b.collective_us / 1000) == 379 and round((b.device_us + b.collective_us) / 1000) == 668
     assert round(100 * b.gpu_idle_share) == 77
-    # with collectives counted, GPU time was 51% of the CPU time (compute-bound); without, it is 22%
-    assert (b.device_us + b.collective_us) / b.self_cpu_us >= facts.COMPUTE_BOUND_RATIO > b.ratio
-    assert b.verdict == "overhead-bound"
+    # with collectives counted, GPU time was 51% of the CPU time (gpu-bound); without, it is 22%
+    assert (b.device_us + b.collective_us) / b.self_cpu_us >= facts.GPU_BOUND_RATIO > b.ratio
+    assert b.verdict == facts.IN_COLLECTIVES
     out = json.loads(cli("summarize", pair / "sampled_rank-1.json.gz", "--json").stdout)
-    assert out["verdict"] == "overhead-bound"
+    assert out["verdict"] == facts.IN_COLLECTIVES
     assert set(out["balance"]) >= {"self_cpu_us", "device_us", "ratio", "verdict", "window_us", "gpu_busy_us",
                                    "gpu_busy_share", "gpu_idle_share", "threshold", "collective_us",
                                    "collective_exposed_us"}
@@ -182,8 +183,9 @@ def test_pair_on_the_command_line(pair):
 
 def test_one_rank_trace_gets_the_rank_rules(pair):
     rules = {f.rule: f for f in diagnose(read_trace(pair / "sampled_rank-1.json.gz"))}
-    assert "communication-bound" in rules and "overhead-bound" in rules and "compute-bound" not in rules
-    assert rules["communication-bound"].evidence[0].startswith("rank 1: 379.05 ms in collectives")
+    assert "inside-collectives" in rules and not {"cpu-bound", "gpu-bound", "communication-bound"} & set(rules)
+    f = rules["inside-collectives"]
+    assert f.evidence[0].startswith("379.05 ms of the GPU's") and "diagnose the folder" in f.next
 
 
 # --- the project's own recordings (two H200s) ----------------------------------------------------------

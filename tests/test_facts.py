@@ -45,8 +45,8 @@ def test_totals_match_the_profiler_table(h200, tag):
 def test_verdicts(h200):
     big = facts.balance(load(h200, "4096_bf16_warm_eager"))
     small = facts.balance(load(h200, "64_bf16_cold_eager"))
-    assert big.verdict == "compute-bound" and big.ratio >= facts.COMPUTE_BOUND_RATIO
-    assert small.verdict == "overhead-bound" and small.ratio < 0.1
+    assert big.verdict == "GPU-bound" and big.ratio >= facts.GPU_BOUND_RATIO
+    assert small.verdict == "CPU-bound" and small.ratio < 0.1
     assert 0 < small.gpu_busy_share < big.gpu_busy_share <= 1
     assert small.gpu_idle_share == pytest.approx(1 - small.gpu_busy_share)
 
@@ -178,7 +178,7 @@ def test_summary_json_has_the_documented_keys(h200):
     s = facts.summarize(load(h200, "4096_bf16_warm_eager")).to_json()
     for key in ("device", "steps", "kernels", "memcpy", "runtime_calls", "verdict"):
         assert key in s
-    assert s["device"] == "NVIDIA H200" and s["verdict"] == "compute-bound"
+    assert s["device"] == "NVIDIA H200" and s["verdict"] == "GPU-bound"
     assert {"name", "kind", "count", "total_us", "median_us"} <= set(s["kernels"][0])
     assert s["memcpy"] == [{"name": "Memset (Device)", "count": 3, "bytes": 12}]
 

@@ -67,7 +67,7 @@ def test_gpu_work_and_no_cpu_time_gives_strict_json(tmp_path):
         _x("gemm", "kernel", 20, 5, pid=0, tid=7, correlation=2, **{"registers per thread": 32})]})
     out = strict(ok(cli("summarize", path, "--json")))
     assert out["balance"]["self_cpu_us"] == 0 and out["balance"]["ratio"] is None
-    assert out["verdict"] == "compute-bound"
+    assert out["verdict"] == "GPU-bound"
     strict(ok(cli("diagnose", path, "--json")))
     assert "no CPU time recorded" in ok(cli("summarize", path))
 

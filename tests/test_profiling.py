@@ -45,7 +45,7 @@ def test_recorded_mode_returns_the_reference_trace(monkeypatch):
         mode.environment.cache_clear()
     assert run.mode == "recorded" and run.device == "NVIDIA H200"
     assert run.trace_path.name == "4096_bf16_warm_eager.json"
-    assert run.summary.verdict == "compute-bound"
+    assert run.summary.verdict == "GPU-bound"
     assert "Self CUDA time total" in run.table
 
 

@@ -155,14 +155,14 @@ def test_range_profiler_events_are_counter_ranges_not_kernels():
         for k, v in e["args"].items():
             want[k] = want.get(k, 0) + v
     assert r.counters == want and r.counters["smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"] > 10 ** 10
-    assert not {"fp32-gemm", "compute-bound", "overhead-bound"} & {f.rule for f in diagnose(t)}
+    assert not {"fp32-gemm", "gpu-bound", "cpu-bound"} & {f.rule for f in diagnose(t)}
     out = cli("summarize", path, "--json")
     got = json.loads(out.stdout)
     assert got["kernels"] == [] and got["verdict"] is None
     assert got["counter_ranges"]["count"] == 77 and got["counter_ranges"]["counters"] == want
     text = cli("summarize", path).stdout
     assert "counter ranges (CUPTI's range profiler" in text and "77 ranges of 16 kernels on GPU 0 stream 0" in text
-    assert "GPU work by name" not in text and "compute-bound" not in text and "no verdict" in text
+    assert "GPU work by name" not in text and "GPU-bound" not in text and "no verdict" in text
 
 
 def _range_trace(n: int) -> dict:

@@ -30,7 +30,7 @@ WHY_CHOICES = ["the CPU waited for the GPU: without the final synchronize, both 
 WHY_EDGE = 1.3  # the CPU's own time at 4096 over 64 from which "it grew" (without the synchronize)
 WHY_BANDS = ["under 1.3x: about the same, or less", "1.3x or more: it grew"]
 
-THRESHOLD = facts.COMPUTE_BOUND_RATIO  # compute-bound once GPU time reaches this share of the CPU's own time
+THRESHOLD = facts.GPU_BOUND_RATIO  # GPU-bound once GPU time reaches this share of the CPU's own time
 CROSS_FACTOR = 2  # a typed crossover counts within this factor
 
 
@@ -70,7 +70,7 @@ def small_share(small) -> None:
         return widgets.grade(
             g, f"This run: Self CPU time total <b>{us(b.self_cpu_us)}</b>, Self CUDA time total "
             f"<b>{us(b.device_us)}</b>: the GPU worked for <b>{b.ratio:.1%}</b> of the CPU's time, {waits}: "
-            f"<b>{html.escape(b.verdict)}</b> (the series calls a run compute-bound from {b.threshold:.0%}). "
+            f"<b>{html.escape(b.verdict)}</b> (the series calls a run GPU-bound from {b.threshold:.0%}). "
             f"For comparison, {cpu64.label()} showed {cpu64.text()} against {cuda64.text()}: {theirs:.1%}."
             + _tolerance_text(), live=False)
 
@@ -199,7 +199,7 @@ def _figure(sweep, sizes, total, own, gpu, cross):
     ax.set_ylabel("time over the recorded steps (us)")
     if cross is not None:
         ax.axvline(cross, color="#555", ls="--", lw=1)
-        ax.text(cross, ax.get_ylim()[1], f" compute-bound from about n={cross:.0f}", va="top", fontsize=8)
+        ax.text(cross, ax.get_ylim()[1], f" GPU-bound from about n={cross:.0f}", va="top", fontsize=8)
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3, which="both")
     ax.set_title(f"matmul + add on {sweep[0].device} ({sweep[0].dtype}): where does GPU time catch up?", fontsize=10)
@@ -214,7 +214,7 @@ def crossover(sweep) -> None:
 
     def reveal(answer):
         show.display_figure(_figure(sweep, sizes, total, own, gpu, cross))
-        show.table([(n, us(t), us(o), us(g), f"{g / o:.2f}x", "compute-bound" if g / o >= THRESHOLD else "overhead-bound")
+        show.table([(n, us(t), us(o), us(g), f"{g / o:.2f}x", "GPU-bound" if g / o >= THRESHOLD else "CPU-bound")
                     for n, t, o, g in zip(sizes, total, own, gpu)],
                    ["size", "Self CPU total", "CPU's own time (without the closing sync)", "Self CUDA",
                     "GPU / CPU's own", "verdict"])
@@ -241,7 +241,7 @@ def crossover(sweep) -> None:
                if with_sync is not None else "")
             + spill, live=False)
 
-    widgets.ask("02.crossover", "From which matrix size n (an n x n matmul + add) will this GPU be compute-bound?",
+    widgets.ask("02.crossover", "From which matrix size n (an n x n matmul + add) will this GPU be GPU-bound?",
                 unit="(n)", default=1024, reveal=reveal,
                 decides=lambda: [spoilers.name(f"n = {cross:.0f}")] if cross is not None else [])
 
@@ -289,7 +289,7 @@ def perfetto_queue(big) -> None:
 
 
 def exercise_threshold(sweep) -> None:
-    """The "move the line" exercise: compute-bound from GPU time equal to the CPU's own time, not half."""
+    """The "move the line" exercise: GPU-bound from GPU time equal to the CPU's own time, not half."""
 
     def solution():
         sizes, total, own, gpu = _sweep_rows(sweep)
@@ -305,5 +305,5 @@ def exercise_threshold(sweep) -> None:
                 + " A verdict is a line drawn on a continuous ratio: say where you drew it, and what you compared.")
 
     widgets.exercise("move the line",
-                     "Suppose compute-bound meant GPU time at least <i>equal</i> to the CPU's own time, instead of half. "
+                     "Suppose GPU-bound meant GPU time at least <i>equal</i> to the CPU's own time, instead of half. "
                      "Where would the crossover move? Write down a size, then ask for the solution.", solution)

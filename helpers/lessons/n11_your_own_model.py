@@ -24,9 +24,9 @@ def _fmt_x(v: float) -> str:
 
 # --- 11.blocks ---------------------------------------------------------------------------------------------
 
-MAIN_CHOICES = ["overhead-bound: the GPU waits for the CPU", "compute-bound: the kernels set the pace",
+MAIN_CHOICES = ["CPU-bound: the GPU waits for the CPU", "GPU-bound: the kernels set the pace",
                 "a cold start in the first step", "nothing: a clean trace"]
-_RULE_CHOICE = {"overhead-bound": MAIN_CHOICES[0], "compute-bound": MAIN_CHOICES[1], "cold-start": MAIN_CHOICES[2]}
+_RULE_CHOICE = {"cpu-bound": MAIN_CHOICES[0], "gpu-bound": MAIN_CHOICES[1], "cold-start": MAIN_CHOICES[2]}
 
 
 def main_finding(found) -> str:
@@ -69,7 +69,7 @@ def blocks(run, timed) -> None:
             f"the trace and the notebook that explains it.{plain}", actual=actual)
 
     widgets.ask("11.blocks", "What will diagnose() report as the main issue for the two transformer blocks?",
-                choices=MAIN_CHOICES, default="compute-bound: the kernels set the pace", reveal=reveal,
+                choices=MAIN_CHOICES, default="GPU-bound: the kernels set the pace", reveal=reveal,
                 decides=lambda: [_said(e) for e in (first.evidence[:1] if first else [])])
 
 
@@ -229,7 +229,7 @@ def exercise_batch32() -> None:
                      "or GPU)? Write it down, then ask for the solution.", solution)
 
 
-VERDICT_CHOICES = ["overhead-bound", "compute-bound"]
+VERDICT_CHOICES = ["CPU-bound", "GPU-bound"]
 
 
 def external(other) -> None:
@@ -244,5 +244,5 @@ def external(other) -> None:
         return widgets.verdict(answer == v, f"diagnose() calls it <b>{v}</b>; read the findings above for the "
                                "evidence.", actual=v)
 
-    widgets.ask("11.external", "Is that AlexNet training trace overhead-bound or compute-bound?",
-                choices=VERDICT_CHOICES, default="compute-bound", reveal=reveal)
+    widgets.ask("11.external", "Is that AlexNet training trace CPU-bound or GPU-bound?",
+                choices=VERDICT_CHOICES, default="GPU-bound", reveal=reveal)

@@ -1,0 +1,209 @@
+"""diagnose ranks what matters: on every trace in traces/ and on HTA's, the first finding is the one to look at first.
+
+Each expectation below is a reading of the trace as an expert would give it, with the reason; the test checks that
+diagnose's first finding agrees, that the findings are ordered by the share of time they account for, that small
+issues are notes, and that no rank mostly inside collectives gets a CPU- or GPU-bound verdict.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from conftest import EXTERNAL, H200, ROOT
+from helpers import facts
+from helpers.diagnose import CAUSES_OF_IDLE, GPU_SIDE, ISSUE, NOTE, NOTE_BELOW, diagnose, first_line, text
+from helpers.distributed import diagnose_ranks, read_ranks
+from helpers.trace import read_trace
+
+SMALL_OPS = "tiny work per launch: the GPU idles between launches"
+GEMM = "large GEMMs keep the GPU busy; the CPU runs ahead"
+FP32 = "GPU-bound and most of its GPU time in float32 GEMMs on the CUDA cores: TF32 or 16-bit is the first lever"
+
+#: reference trace -> (the rule to look at first, why)
+REFERENCE = {
+    **{f"{n}_bf16_warm_eager": ("cpu-bound", SMALL_OPS) for n in (64, 128, 256, 512, 1024, 2048)},
+    "64_bf16_cold_eager": ("cpu-bound", SMALL_OPS),
+    "64_bf16_warm_eager_s5-5-3": ("cpu-bound", SMALL_OPS),
+    "64x64_bf16_warm_eager": ("cpu-bound", SMALL_OPS),
+    "8x64_bf16_warm_eager": ("cpu-bound", SMALL_OPS),
+    "linear1024x32x64_bf16_warm_eager": ("cpu-bound", SMALL_OPS),
+    "block8x256x512_bf16_warm_eager": ("cpu-bound", SMALL_OPS),
+    "block32x256x512_bf16_warm_eager": ("cpu-bound", SMALL_OPS),
+    "attn-sdpa-auto1024_bf16_warm_eager": ("cpu-bound", "one fused kernel per call, shorter than the call's CPU side"),
+    "attn-sdpa-cudnn1024_bf16_warm_eager": ("cpu-bound", "one fused kernel per call, shorter than the call's CPU side"),
+    **{k: ("gpu-bound", GEMM) for k in ("4096_bf16_cold_eager", "4096_bf16_warm_eager", "8192_bf16_warm_eager",
+                                        "4096b1d_bf16_warm_eager", "addmm4096_bf16_warm_eager",
+                                        "4096_bf16_warm_compile", "4096b1d_bf16_warm_compile")},
+    **{k: ("gpu-bound", "attention kernels keep the GPU busy")
+       for k in ("attn-inplace1024_bf16_warm_eager", "attn-naive1024_bf16_warm_eager",
+                 "attn-naive2048_bf16_warm_eager", "attn-sdpa-cudnn2048_bf16_warm_eager",
+                 "attn-sdpa-efficient1024_bf16_warm_eager", "attn-sdpa-efficient2048_bf16_warm_eager",
+                 "attn-sdpa-flash1024_bf16_warm_eager", "attn-sdpa-flash2048_bf16_warm_eager")},
+    **{k: ("gpu-bound", "the MLP's GEMMs keep the GPU busy")
+       for k in ("mlp64x128x768x3072_bf16_warm_eager", "mlp128x128x768x3072_bf16_warm_eager",
+                 "mlp64x128x768x3072_bf16_warm_compile", "mlp128x128x768x3072_bf16_warm_compile")},
+    "attn-sdpa-math1024_bf16_warm_eager": ("fp32-gemm", "the math backend's GEMMs run on the CUDA cores"),
+    "4096_bf16_cold_eager_s0-0-20": ("cold-start", "a cold process recorded from its first call: start-up dominates"),
+    "64_bf16_cold_eager_s0-0-20": ("cold-start", "a cold process recorded from its first call: start-up dominates"),
+    "64_bf16_cold_eager_s0-0-3": ("cold-start", "a cold process recorded from its first call: start-up dominates"),
+    "4096_bf16_warm_eager_s0-0-20": ("cold-start", "no warm-up in the schedule: the first recorded step is wide"),
+    "64_bf16_warm_compile": ("compile-tax", "a compiled call costs more CPU time than the tiny GPU work it launches"),
+    "64_bf16_warm_compile-reduce-overhead": ("compile-tax", "the compiled call's CPU side is the step"),
+    "linear1024x32x64_bf16_warm_compile": ("compile-tax", "the compiled call's CPU side is the step"),
+    "block8x256x512_bf16_warm_compile": ("compile-tax", "the compiled call's CPU side is the step"),
+    "block32x256x512_bf16_warm_compile": ("compile-tax", "the compiled call's CPU side is the step"),
+    **{k: ("input-bound", "the main process makes each batch while the GPU waits")
+       for k in ("input-w0_bf16_warm_eager", "input-w0-pin-nb_bf16_warm_eager", "input-w4-pin-nb_bf16_warm_eager")},
+    # Notebook 12's steps at batch 512: the GPU idles a third or more of the window, so faster GEMMs (TF32) do not
+    # shorten the step until the CPU side is fixed (12 measures it); the fp32 GEMMs come after the verdict.
+    **{k: ("cpu-bound", "small training step: the GPU waits for the CPU; fp32 GEMMs matter only after")
+       for k in ("train-fp32-foreach_bf16_warm_eager", "train-fp32-fused_bf16_warm_eager",
+                 "train-fp32-loop_bf16_warm_eager", "train-tf32-foreach_bf16_warm_eager",
+                 "train-amp-foreach_bf16_warm_eager", "train-fp32-foreach-syncs_bf16_warm_eager")},
+    "train-fp32-foreach-mem-b4096_bf16_warm_eager": ("fp32-gemm", FP32),
+    "train-fp32-foreach-mem-ckpt-b4096_bf16_warm_eager": ("fp32-gemm", FP32),
+}
+
+#: a single rank's trace -> (first rule, why)
+RANKS = {
+    **{f"ddp/{d}/rank{r}": ("fp32-gemm", FP32) for d in ("base", "bucket100", "nosync4", "straggler") for r in (0, 1)},
+    "h200x2-ddp/rank0": ("gpu-bound", "DDP with its all-reduces overlapped by the backward pass"),
+    "h200x2-ddp/rank1": ("gpu-bound", "DDP with its all-reduces overlapped by the backward pass"),
+    "h200x2-manual/rank0": ("low-overlap", "all-reduces issued after the backward pass, with nothing beside them"),
+    "h200x2-manual/rank1": ("low-overlap", "all-reduces issued after the backward pass, with nothing beside them"),
+    "h200x2-straggler/rank0": ("inside-collectives", "it waits for the slow rank inside its all-reduces"),
+    "h200x2-straggler/rank1": ("gpu-bound", "the slow rank: its own extra compute keeps its GPU busy"),
+}
+
+#: a folder of ranks -> first rule (None: nothing to report)
+FOLDERS = {
+    "traces/ranks/h200x2-straggler": "straggler",
+    "traces/reference/nvidia-h200/ddp/straggler": "straggler",
+    "traces/ranks/h200x2-manual": "low-overlap",
+    "traces/ranks/h200x2-ddp": None,
+    "traces/reference/nvidia-h200/ddp/base": None,
+}
+
+#: HTA's test traces -> (first rule, why); None: no rule applies
+EXTERNAL_FIRST = {
+    "hta_amd_trace_mi250_minitoy_train_ROCm6_2_kineto.json.gz": ("cpu-bound", "a toy model: the GPU idles"),
+    "hta_call_stack_backward_thread.json": ("cpu-bound", "a CPU-side call-stack sample with little GPU work"),
+    "hta_cpu_only_rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz": (None, "no GPU work: nothing to rank"),
+    "hta_critical_path_alexnet_benchmark_result_2869224_1695835535_trace.json.gz":
+        ("cpu-bound", "AlexNet at a small batch: the GPU idles most of the window"),
+    "hta_nccl_parser_config_nccl_data.json.gz": ("cpu-bound", "the GPU idles most of the window"),
+    "hta_trace_diff_control_control.json.gz": ("low-overlap", "a busy GPU whose collectives run with nothing beside"),
+    "hta_trace_filter/sampled_rank-0.json.gz": ("inside-collectives", "most of its GPU time is in NCCL"),
+    "hta_trace_filter/sampled_rank-1.json.gz": ("inside-collectives", "most of its GPU time is in NCCL"),
+}
+
+
+@lru_cache(maxsize=None)
+def found(path: str) -> list:
+    return diagnose(read_trace(path))
+
+
+def _rank_path(key: str) -> Path:
+    if key.startswith("ddp/"):
+        return H200 / f"{key}.json"
+    return ROOT / "traces" / "ranks" / f"{key}.json.gz"
+
+
+def test_every_reference_trace_has_an_expectation():
+    """A trace added to the reference set gets a stated first finding too."""
+    recorded = {p.stem for p in H200.glob("*.json") if not p.name.endswith(".timing.json")
+                and p.name != "manifest.json" and not p.name.startswith(("compare_", "idle_gpu"))}
+    assert recorded == set(REFERENCE)
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCE))
+def test_the_first_finding_on_the_reference_set(name):
+    rule, why = REFERENCE[name]
+    got = found(str(H200 / f"{name}.json"))
+    assert got and got[0].rule == rule, f"{name}: expected {rule} first ({why}); got {[f.rule for f in got]}"
+
+
+@pytest.mark.parametrize("key", sorted(RANKS))
+def test_the_first_finding_on_each_rank(key):
+    rule, why = RANKS[key]
+    got = found(str(_rank_path(key)))
+    assert got[0].rule == rule, f"{key}: expected {rule} first ({why}); got {[f.rule for f in got]}"
+
+
+@pytest.mark.parametrize("name", sorted(EXTERNAL_FIRST))
+def test_the_first_finding_on_htas_traces(name):
+    if not EXTERNAL.is_dir():
+        pytest.skip("../shared/external-traces is absent: these traces are not part of the repository")
+    rule, why = EXTERNAL_FIRST[name]
+    got = found(str(EXTERNAL / name))
+    assert (got[0].rule if got else None) == rule, f"{name}: expected {rule} ({why}); got {[f.rule for f in got]}"
+
+
+@pytest.mark.parametrize("folder", sorted(FOLDERS))
+def test_a_folder_puts_the_straggler_first_and_words_the_rest_as_what_remains(folder):
+    got = diagnose_ranks(read_ranks(ROOT / folder))
+    assert (got[0].rule if got else None) == FOLDERS[folder], [f.rule for f in got]
+    if got and got[0].rule == "straggler":
+        assert all(f.title.startswith("What remains once the straggler is fixed") for f in got[1:]
+                   if f.rule in ("communication-bound", "low-overlap"))
+
+
+def _all_single() -> list[str]:
+    paths = [str(H200 / f"{n}.json") for n in REFERENCE] + [str(_rank_path(k)) for k in RANKS]
+    if EXTERNAL.is_dir():
+        paths += [str(EXTERNAL / n) for n in EXTERNAL_FIRST]
+    return paths
+
+
+def test_findings_are_ranked_by_what_they_account_for():
+    """Issues before notes; among sized issues, larger shares first, except the two reasoned moves: a cause of the
+    GPU's idle time before the CPU-bound finding, and GPU-side findings after it."""
+    for path in _all_single():
+        got = found(path)
+        sev = [f.severity for f in got]
+        assert sev == sorted(sev, key=lambda s: s != ISSUE), path
+        for f in got:
+            if f.severity == ISSUE and f.share is not None:
+                assert f.share >= NOTE_BELOW, (path, f.rule)  # a small issue is a note
+            if f.share is not None:
+                assert 0.0 <= f.share <= 1.0 and f.base and f.amount.startswith(f"{f.share:.0%} of ")
+        sized = [f for f in got if f.severity == ISSUE and f.share is not None
+                 and f.rule not in CAUSES_OF_IDLE + GPU_SIDE + ("cpu-bound",)]
+        assert [f.share for f in sized] == sorted((f.share for f in sized), reverse=True), path
+        rules = [f.rule for f in got]
+        if "cpu-bound" in rules:
+            assert all(rules.index(r) > rules.index("cpu-bound") for r in GPU_SIDE if r in rules), path
+
+
+def test_no_rank_mostly_inside_collectives_gets_a_cpu_or_gpu_verdict():
+    checked = 0
+    for path in _all_single():
+        t = read_trace(path)
+        b = facts.balance(t)
+        if b.collective_us and b.gpu_busy_us and b.collective_us >= facts.COLLECTIVE_SHARE * b.gpu_busy_us:
+            checked += 1
+            rules = {f.rule for f in found(path)}
+            assert b.verdict == facts.IN_COLLECTIVES and not rules & {"cpu-bound", "gpu-bound"}, path
+            assert "inside-collectives" in rules
+    assert checked >= 1  # the H200 straggler pair's rank 0 is one
+
+
+def test_the_first_line_names_the_one_thing_to_look_at_first():
+    got = found(str(H200 / "input-w0_bf16_warm_eager.json"))
+    line = first_line(got)
+    assert line.startswith("Look first at: Input-bound") and f"{got[0].share:.0%} of the recorded window" in line
+    assert text(got).splitlines()[0] == line
+    # the input-bound trace's other issues are notes: each accounts for under NOTE_BELOW of the window
+    assert [f.rule for f in got if f.severity == ISSUE] == ["input-bound", "cpu-bound"]
+    assert all(f.severity == NOTE for f in got if f.rule in ("tiny-kernels", "unfused-optimizer", "hidden-sync"))
+
+
+def test_variance_compares_like_with_like_and_never_blames_clocks_for_collectives():
+    for path in _all_single():
+        for f in found(path):
+            if f.rule == "kernel-variance":
+                assert "with the same" in f.evidence[0], path
+                assert "nccl" not in f.evidence[0].lower() and "allreduce" not in f.evidence[0].lower(), path
