@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from . import facts
 from . import kernel_kinds as kk
+from . import rulebook
 from . import step_facts as sf
 from .text import nbytes, short, us
 from .trace import CPU_OP, DRIVER, MEMCPY, RUNTIME, Trace
@@ -42,10 +43,14 @@ class Finding:
     severity: str
     evidence: list[str]
     next: str
-    notebook: str  # where the series teaches it
+    notebook: str = ""  # where the series teaches it: the cheat sheet's row for the rule (helpers/rulebook.py)
     share: float | None = None  # the share of ``base`` this finding accounts for; None: it cannot say
     of: str = ""  # what that time is: "GPU idle", "the DataLoader's __next__", ...
     base: str = ""  # what the share is of: "the recorded steps", "the recorded window"
+
+    def __post_init__(self) -> None:
+        if not self.notebook:
+            self.notebook = rulebook.notebook_of(self.rule)
 
     @property
     def amount(self) -> str:
@@ -122,7 +127,7 @@ def _balance(c: Context) -> Finding | None:
                             "(see input-bound): much of that CPU time is spent preparing data, not launching work")
             advice = ("feed the GPU first (see input-bound: DataLoader workers, pinned memory); fewer or larger "
                       "launches only matter once the input no longer sets the pace")
-        f = Finding("cpu-bound", "CPU-bound: the GPU waits for the CPU", ISSUE, evidence, advice, "02")
+        f = Finding("cpu-bound", "CPU-bound: the GPU waits for the CPU", ISSUE, evidence, advice)
         if b.gpu_idle_share is not None:
             f.share, f.of, f.base = b.gpu_idle_share, "the GPU idle", window
         return f
@@ -131,7 +136,7 @@ def _balance(c: Context) -> Finding | None:
                         "the pace, but part of the time it waits (the other findings may say for what)")
     f = Finding("gpu-bound", "GPU-bound: the GPU's kernels set the pace", NOTE, evidence,
                 "look at the longest kernels: how near each comes to the GPU's peaks (the roofline in summarize), "
-                "then kernel choice, dtype, shapes, fusion; the CPU side is not what holds this run back", "02")
+                "then kernel choice, dtype, shapes, fusion; the CPU side is not what holds this run back")
     if b.gpu_busy_share is not None:
         f.share, f.of, f.base = b.gpu_busy_share, "the GPU busy", window
     return f
@@ -152,7 +157,7 @@ def _in_collectives(c: Context) -> Finding | None:
     f = Finding("inside-collectives", "Inside collectives: this rank's GPU mostly waits for the other ranks or the "
                 "network", ISSUE, ev,
                 "diagnose the folder of every rank's trace (python -m helpers diagnose FOLDER): it names the rank the "
-                "others wait for, if any, and what remains once it is fixed", "15")
+                "others wait for, if any, and what remains once it is fixed")
     if b.window_us > 0:
         f.share, f.of, f.base = b.collective_exposed_us / b.window_us, "collectives with nothing beside them", \
             "the recorded window"
@@ -196,7 +201,7 @@ def _cold_start(c: Context) -> Finding | None:
             advice = ("the extra time was a wait for data, not start-up (see input-bound when it fires); one "
                       "hypothesis: worker processes had drained the batches they prepared ahead "
                       "(num_workers x prefetch_factor); a longer recording tells whether the wait comes back")
-    return c.sized(Finding("cold-start", title, ISSUE, ev, advice, "03"), first.dur_us - rest,
+    return c.sized(Finding("cold-start", title, ISSUE, ev, advice), first.dur_us - rest,
                    "the first step beyond the others' median")
 
 
@@ -223,7 +228,7 @@ def _occupancy_queries(c: Context) -> Finding | None:
         advice = ("they come only in some steps, which fits a library setting itself up once; warm up, or keep the "
                   "first step out of the recording")
     return Finding("occupancy-queries", "Occupancy queries: a library working out how its kernels fit an SM", NOTE, ev,
-                   advice, "06")
+                   advice)
 
 
 def _profiler_flush(c: Context) -> Finding | None:
@@ -241,7 +246,7 @@ def _profiler_flush(c: Context) -> Finding | None:
         meaning = ("the GPU was idle for most of it, so the time did not go to waiting for kernels: it is not your "
                    "GPU work; one hypothesis is the profiler's own work as it stops")
     return Finding("profiler-flush", "Long synchronize at the end: the profiler's own synchronize before it stops",
-                   NOTE, ev, f"do not count it against your code: {meaning}", "04")
+                   NOTE, ev, f"do not count it against your code: {meaning}")
 
 
 def _bias_copy(c: Context) -> Finding | None:
@@ -264,7 +269,7 @@ def _bias_copy(c: Context) -> Finding | None:
                     "with a full-matrix bias, ATen's CUDA addmm copies it into the output, then the GEMM adds its "
                     "product onto it"],
                    "expected when the bias is a full matrix (torch.addmm, or torch.compile's rewrite of matmul + add); "
-                   "a 1-D bias, as nn.Linear has, can go to the GEMM's bias epilogue with no copy", "08"),
+                   "a 1-D bias, as nn.Linear has, can go to the GEMM's bias epilogue with no copy"),
                    total, "the bias copies on the GPU")
 
 
@@ -275,7 +280,7 @@ def _buffer_request(c: Context) -> Finding | None:
     return Finding("profiler-buffer", "Activity Buffer Request: the profiler allocating its own buffers", NOTE,
                    [f"{b['name']} on '{b['lane']}', {us(b['dur_us'])}" for b in bufs[:3]],
                    "profiler overhead, not your code: schedule(wait=1, warmup=1, ...) moves it out of the "
-                   "recorded steps", "03")
+                   "recorded steps")
 
 
 def _like_with_like(t: Trace, j: int) -> tuple:
@@ -325,7 +330,7 @@ def _variance(c: Context) -> Finding | None:
                   "some doing other work (another grid or other shapes)")
     return c.sized(Finding("kernel-variance", "The same kernel doing the same work with different durations", NOTE, ev,
                            "quote the median and study the outliers apart; possible causes to test (the article's "
-                           "list): clocks, heat, power management, driver housekeeping, other work on the GPU", "07"),
+                           "list): clocks, heat, power management, driver housekeeping, other work on the GPU"),
                    sum(d - med for d in durs if d > med), "the slower launches' time beyond the median")
 
 
@@ -342,12 +347,12 @@ def _compile(c: Context) -> Finding | None:
         return Finding("recompiles", "Recompilation: a compiled frame was compiled again", ISSUE,
                        [f"{comp.regions[r]} x {r} (the second number counts compiles of the same frame)" for r in again],
                        "run with TORCH_LOGS=recompiles to see which guard failed: shapes, dtypes or devices that change "
-                       "between calls; mark dynamic dimensions or keep them fixed", "08")
+                       "between calls; mark dynamic dimensions or keep them fixed")
     frames = {r.split(": ")[-1].split("/")[0] for r in comp.regions}
     if len(frames) > 1:
         return Finding("graph-breaks", "Several compiled frames: the function was split by graph breaks", NOTE,
                        [f"{n} x {r}" for r, n in sorted(comp.regions.items())],
-                       "TORCH_LOGS=graph_breaks names each break; code between graphs runs eagerly", "08")
+                       "TORCH_LOGS=graph_breaks names each break; code between graphs runs eagerly")
     hashes = comp.graph_hashes
     ev = [f"{n} x CompiledFxGraph {h}" for h, n in hashes.items()]
     region = next(iter(comp.regions), None)
@@ -364,12 +369,11 @@ def _compile(c: Context) -> Finding | None:
                                ISSUE, ev,
                                "confirm it without the profiler first (torch.utils.benchmark.Timer: the profiler "
                                "inflates CPU time per op); then compile larger graphs, batch the work, or try "
-                               "mode='reduce-overhead' (CUDA graphs) and measure", "08"),
+                               "mode='reduce-overhead' (CUDA graphs) and measure"),
                        sum(max(a - b, 0.0) for a, b in zip(cpu, gpu)), "compiled calls' CPU time beyond their GPU work")
     return Finding("compile-cache-hits", "torch.compile: one graph, reused every call", NOTE,
                    [e + " (the same graph every call: cache hits)" for e in ev],
-                   "nothing to fix; read the generated code under /tmp/torchinductor_<user>/ to see what was fused",
-                   "08")
+                   "nothing to fix; read the generated code under /tmp/torchinductor_<user>/ to see what was fused")
 
 
 def _tiny_kernels(c: Context) -> Finding | None:
@@ -388,7 +392,7 @@ def _tiny_kernels(c: Context) -> Finding | None:
     return c.sized(Finding("tiny-kernels", "Kernels shorter than the calls that launch them", ISSUE,
                            [f"{len(durs)} pieces of GPU work, median {us(med)}; a launch call takes "
                             f"{us(launch_cost)} (median) on the CPU"],
-                           "fuse small ops (torch.compile), batch work, or capture the sequence in a CUDA graph", "09"),
+                           "fuse small ops (torch.compile), batch work, or capture the sequence in a CUDA graph"),
                    sum(launch), "launch calls on the CPU")
 
 
@@ -463,7 +467,7 @@ def _input_bound(c: Context) -> Finding | None:
     return c.sized(Finding("input-bound", "Input-bound: the GPU waits for the DataLoader", ISSUE, ev,
                    "prepare batches while the GPU trains: DataLoader(num_workers=N, persistent_workers=True) makes "
                    "them in other processes; make each sample cheaper (decode once, augment on the GPU); then check "
-                   f"that the DataLoader span shrinks to a queue read ({DATALOADER_DOCS})", "14"),
+                   f"that the DataLoader span shrinks to a queue read ({DATALOADER_DOCS})"),
                    loading.loader_us, "the DataLoader's __next__")
 
 
@@ -525,7 +529,7 @@ def _hidden_sync(c: Context) -> Finding | None:
     cost, of = ((sum(idle), "the GPU idle after the waits") if idle else
                 (sum(s.dur_us for s in syncs), "the calls that wait"))
     return c.sized(Finding("hidden-sync", f"Hidden synchronizations: the CPU waits for the GPU{where}", ISSUE, ev,
-                           "; ".join(tips), "12"), cost, of)
+                           "; ".join(tips)), cost, of)
 
 
 def _pageable_copies(c: Context) -> Finding | None:
@@ -548,8 +552,7 @@ def _pageable_copies(c: Context) -> Finding | None:
     return c.sized(Finding("pageable-copies", "Copies to the GPU from pageable memory", ISSUE, ev,
                    "pin the batches (DataLoader(pin_memory=True), which pins in a background thread) and copy with "
                    ".to(device, non_blocking=True), so that the copy goes by DMA without a staging buffer and the CPU "
-                   f"need not wait; pinning each tensor yourself costs time too ({PINNED_DOCS}; {sf.SYNC_BEHAVIOUR})",
-                   "14"), sum(x.total_us for x in pageable), "the copies from pageable memory, on the GPU")
+                   f"need not wait; pinning each tensor yourself costs time too ({PINNED_DOCS}; {sf.SYNC_BEHAVIOUR})"), sum(x.total_us for x in pageable), "the copies from pageable memory, on the GPU")
 
 
 def _fp32_gemms(c: Context) -> Finding | None:
@@ -578,7 +581,7 @@ def _fp32_gemms(c: Context) -> Finding | None:
                    "likely TF32 is off for matmuls (PyTorch's default): if float32's last bits do not matter, "
                    "torch.set_float32_matmul_precision('high') lets cuBLAS use TF32 tensor cores, or run the forward "
                    "under torch.autocast in a 16-bit dtype; if these GEMMs were meant to be 16-bit, look where "
-                   f"their inputs became float32 (the ops above) ({TF32_DOCS}; {TF32_NOTE})", "12"),
+                   f"their inputs became float32 (the ops above) ({TF32_DOCS}; {TF32_NOTE})"),
                    simt.total_us, "float32 GEMMs on the CUDA cores")
 
 
@@ -625,7 +628,7 @@ def _unfused_optimizer(c: Context) -> Finding | None:
     return c.sized(Finding("unfused-optimizer",
                            f"{cls} without fused=True: the optimizer step in more kernels than needed", ISSUE, ev,
                    f"{cls}(..., fused=True) (see {sf.ADAMW_DOCS}) updates the parameters in fused kernels: likely fewer "
-                   "launches and less GPU time per step; measure the step before and after", "12"),
+                   "launches and less GPU time per step; measure the step before and after"),
                    sum(o.gpu_us for o in calls), "the optimizer's GPU work")
 
 

@@ -663,7 +663,7 @@ def _communication_bound(rows: list[RankRow], folder: bool = True,
                   + ("(the straggler finding, if any, says who and how long) " if folder else
                      "(diagnose the folder of every rank's trace: the straggler rule) ") + "and how much is transfer; ")
                  + "overlap collectives with compute (DDP launches each bucket's all-reduce during the backward "
-                 f"pass: {_DDP}); send fewer or larger messages", "15")
+                 f"pass: {_DDP}); send fewer or larger messages")
     worst = max(bound, key=lambda x: remains[x.rank] if named else x.exposed_us)
     f.of = "collective time with no compute beside it" + (", beyond the wait for the straggler" if named else "")
     return _sized(f, remains[worst.rank] if named else worst.exposed_us, worst.window_us)
@@ -681,7 +681,7 @@ def _low_overlap(rows: list[RankRow]) -> "Finding | None":
     f = _finding("low-overlap", "Collectives mostly run alone: little communication hidden behind compute", ISSUE, ev,
                  "start collectives while independent compute remains (async_op=True and wait() as late as "
                  f"possible; DDP's gradient buckets, bucket_cap_mb: {_DDP}) and check that they run on their own "
-                 "stream", "15")
+                 "stream")
     worst = max(low, key=lambda x: x.exposed_us)
     f.of = "collective time with no compute beside it"
     return _sized(f, worst.exposed_us, worst.window_us)
@@ -706,7 +706,7 @@ def _straggler(r: Ranks) -> "Finding | None":
     f = _finding("straggler", f"Straggler: the other ranks wait for rank {s.rank} in their collectives", ISSUE, ev,
                  f"look at what rank {s.rank} does before the collectives it enters last: its GPU work, its CPU "
                  "side, its input; one hypothesis to test is an uneven split of work between ranks (more data, "
-                 "larger shards or more compute on this rank)", "15")
+                 "larger shards or more compute on this rank)")
     waiting = [x for x in r.ranks if x.rank != s.rank and x.wait_us is not None]
     if not waiting:
         return f

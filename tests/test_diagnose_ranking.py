@@ -207,3 +207,25 @@ def test_variance_compares_like_with_like_and_never_blames_clocks_for_collective
             if f.rule == "kernel-variance":
                 assert "with the same" in f.evidence[0], path
                 assert "nccl" not in f.evidence[0].lower() and "allreduce" not in f.evidence[0].lower(), path
+
+
+def test_one_table_the_cheat_sheet_and_diagnose_read():
+    """docs/cheat-sheet.md's table is the rulebook's; every finding's notebook is its rule's row's."""
+    import subprocess
+    import sys
+
+    from helpers import rulebook
+    from helpers.diagnose import RULES
+
+    out = subprocess.run([sys.executable, str(ROOT / "tools" / "cheat_sheet.py"), "--check"], capture_output=True,
+                         text=True)
+    assert out.returncode == 0, out.stdout
+    seen = set()
+    for path in _all_single():
+        for f in found(path):
+            assert f.notebook == rulebook.notebook_of(f.rule), (path, f.rule)
+            seen.add(f.rule)
+    assert seen <= set(rulebook.rule_ids())
+    assert len(set(rulebook.rule_ids())) >= len(RULES)
+    with pytest.raises(KeyError, match="no row of the cheat sheet"):
+        rulebook.notebook_of("no-such-rule")

@@ -4,7 +4,7 @@ trace nobody here wrote."""
 
 from __future__ import annotations
 
-from .. import facts, gpu_calls, measure, plots, show, spoilers, widgets
+from .. import facts, gpu_calls, measure, plots, rulebook, show, spoilers, widgets
 from .. import kernel_kinds as kk
 from ..diagnose import diagnose, text as findings_text
 from ..measure import Estimate, Spread, ratio_range
@@ -24,8 +24,8 @@ def _fmt_x(v: float) -> str:
 
 # --- 11.blocks ---------------------------------------------------------------------------------------------
 
-MAIN_CHOICES = ["CPU-bound: the GPU waits for the CPU", "GPU-bound: the kernels set the pace",
-                "a cold start in the first step", "nothing: a clean trace"]
+MAIN_CHOICES = [rulebook.VERDICTS["cpu-bound"], rulebook.VERDICTS["gpu-bound"], "a cold start in the first step",
+                "nothing: a clean trace"]
 _RULE_CHOICE = {"cpu-bound": MAIN_CHOICES[0], "gpu-bound": MAIN_CHOICES[1], "cold-start": MAIN_CHOICES[2]}
 
 
@@ -69,7 +69,7 @@ def blocks(run, timed) -> None:
             f"the trace and the notebook that explains it.{plain}", actual=actual)
 
     widgets.ask("11.blocks", "What will diagnose() report as the main issue for the two transformer blocks?",
-                choices=MAIN_CHOICES, default="GPU-bound: the kernels set the pace", reveal=reveal,
+                choices=MAIN_CHOICES, default=MAIN_CHOICES[1], reveal=reveal,
                 decides=lambda: [_said(e) for e in (first.evidence[:1] if first else [])])
 
 
