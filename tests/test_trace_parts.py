@@ -75,7 +75,7 @@ def test_a_large_trace_through_the_command_line(tmp_path):
     two = cli("summarize", "--json", big, env={"PROFILING_READ_WORKERS": "2"})
     assert one.returncode == two.returncode == 0, one.stderr + two.stderr
     assert json.loads(two.stdout) == json.loads(one.stdout)
-    assert json.loads(one.stdout)["events"] > 50_000
+    assert json.loads(one.stdout)["events"] > 40_000  # with record_shapes, ~440 bytes an event: tens of thousands
 
 
 def _write_events(path: Path, events: list[dict], pretty: bool = False) -> None:
