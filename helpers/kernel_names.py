@@ -292,7 +292,8 @@ RULES: tuple[Rule, ...] = (
          r"compute_cuda_kernel|elementwise_kernel_with_index",
          {"library": "PyTorch ATen"},
          "one of PyTorch's own CUDA kernels (elementwise, reduce, index, copy...)", ATEN_CUDA),
-    Rule(r"^void (?:at::native::|\(anonymous namespace\)::)[^(]*?<[^(]*?(?<![\w:])"
+    Rule(r"^void (?:at::native::|\(anonymous namespace\)::)(?:[^(]|\(anonymous namespace\))*?<"
+         r"(?:[^(]|\(anonymous namespace\))*?(?<![\w:])"
          r"(?P<dtype>c10::BFloat16|c10::Half|float|double|long|int|bool)\b",
          {}, "the first element type among the template arguments: the type the kernel was built for",
          ATEN_CUDA),
