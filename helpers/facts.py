@@ -20,6 +20,7 @@ from typing import Any
 
 from . import hardware, vector
 from . import kernel_kinds as kk
+from .kernel_names import decode
 from .memory import MemoryPeak, memory_peaks
 from .trace import (ANNOTATION, COUNTER_RANGE, CPU_GROUPS, CPU_OP, DRIVER, GPU_WORK, MEMCPY, MEMSET, RUNTIME,
                     Trace, _gc_paused, covered, lane_spans)
@@ -759,7 +760,9 @@ class Summary:
             "steps": [{"name": s.name, "dur_us": round(s.dur_us, 3)} for s in self.steps],
             "kernels": [{"name": k.name, "kind": k.kind, "count": k.count, "total_us": round(k.total_us, 3),
                          "median_us": round(k.median_us, 3), "launched_by": k.launched_by,
-                         "resources": {key: v for key, v in asdict(k.resources).items() if v is not None}}
+                         "resources": {key: v for key, v in asdict(k.resources).items() if v is not None},
+                         # what the name says (helpers.kernel_names): library, tensor cores, types, tile
+                         "name_says": decode(k.name).to_json()}
                         for k in self.kernels],
             "kinds": [{"kind": k.kind, "count": k.count, "total_us": round(k.total_us, 3),
                        "median_us": round(k.median_us, 3)} for k in self.kinds],

@@ -38,15 +38,26 @@ DESCRIPTION = {
 }
 
 _RULES: list[tuple[str, re.Pattern]] = [
+    # cuDNN's layout transforms run under a convolution op but only move data
+    (COPY, re.compile(r"nchwToNhwc|nhwcToNchw|nchw2nhwc|nhwc2nchw", re.I)),
+    # cuDNN's FFT convolution steps ("reduced_divisor" in their arguments is no reduction)
+    (GEMM, re.compile(r"fft2d_|^(?:void )?fft_", re.I)),
+    # BLAS's scal (the output scaled by beta before a GEMM adds onto it): elementwise, though its arguments say cublas
+    (ELEMENTWISE, re.compile(r"(?:^|void )scal_kernel")),
+    # FBGEMM's embedding and sparse kernels: "gemm" in the library's name is no matrix multiply
+    (REDUCTION, re.compile(r"split_embedding_codegen_forward|split_embedding_backward_codegen\w*_kernel_")),
+    (COPY, re.compile(r"fbgemm_gpu::permute_|permute_pooled_embs|recat_copy")),
     (COLLECTIVE, re.compile(r"nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|sendrecv", re.I)),
     (ATTENTION, re.compile(r"flash|fmha|sdpa|attention|attn|_mha_|fprop_mha", re.I)),
     (TRITON, re.compile(r"^triton_|^triton::", re.I)),
     (GEMM, re.compile(
-        r"gemm|nvjet|cutlass|cublas|xmma|scudnn|hcudnn|s16816|s1688|h1688|h884|hmma|wgmma|^Cijk_|matmul|"
+        r"(?<!fb)gemm|nvjet|cutlass|cublas|xmma|scudnn|hcudnn|s16816|s1688|h1688|h884|hmma|wgmma|^Cijk_|matmul|"
         r"implicit_?gemm|convolve|conv\dd|conv_|_conv|winograd|dgrad|wgrad|fprop|_bmm|bmm_", re.I)),
     (FILL, re.compile(r"(?<!masked_)fill|memset|zero_", re.I)),
     (COPY, re.compile(r"copy|transpose|memcpy|CatArray|permute", re.I)),
-    (REDUCTION, re.compile(r"reduce|softmax|layer_?norm|batch_?norm|group_?norm|rms_?norm|norm_kernel|bn_fw|bn_bw|_sum|sum_|mean|argmax|argmin|cub::.*Reduce|scan", re.I)),
+    (REDUCTION, re.compile(r"reduce(?!d_divisor)|softmax|layer_?norm|batch_?norm|group_?norm|rms_?norm|norm_kernel|bn_fw|"
+                           r"bn_bw|_sum|sum_|mean|argmax|argmin|cub::.*Reduce|scan|avg_pool|average_pool|max_pool",
+                           re.I)),
     (ELEMENTWISE, re.compile(
         r"elementwise|Functor|vectorized|unrolled|pointwise|gelu|silu|relu|sigmoid|tanh|dropout|"
         r"index|where|masked|triu|tril|distribution|arange|mul|add", re.I)),
@@ -95,6 +106,7 @@ def is_synchronize(call: str) -> bool:
 
 
 # --- which arithmetic a GEMM kernel uses, from its name -------------------------------------
+# (read by helpers.kernel_names' table, which says where each reading comes from)
 #
 # Read off the kernel names in the H200 reference set (torch 2.11, cuBLAS 13) and in the
 # external A100 traces:
@@ -112,12 +124,6 @@ HALF = "16-bit (tensor cores)"
 EIGHT_BIT = "8-bit (tensor cores)"
 TENSOR_CORES = "tensor cores (type not in the name)"
 
-_SIMT = re.compile(r"(?:^|[^a-z0-9])sgemm|_ffma_|gemm_f32f32_f32f32_f32", re.I)  # sgemm: cuBLAS's float32 GEMM
-_TF32 = re.compile(r"tf32|tensorop_s1688(?:gemm|fprop|dgrad|wgrad)_\d", re.I)
-_HALF = re.compile(r"bf16|f16|fp16|h1688|h16816|h884|hmma|_s16816gemm_|s161616", re.I)
-_EIGHT = re.compile(r"fp8|e4m3|e5m2|i8816|imma|int8", re.I)
-_TENSOR = re.compile(r"nvjet|tensorop|wgmma|wmma|xmma_.*tensor|_s1688|_s16816", re.I)
-
 
 def gemm_math(name: str) -> str | None:
     """Which arithmetic a GEMM or convolution kernel's name says it uses, or None when the name does not say.
@@ -128,14 +134,19 @@ def gemm_math(name: str) -> str | None:
     as Hopper's ``nvjet_...`` kernels). Helper kernels of a GEMM (cuBLAS's
     split-K reduction) and every name not seen in a trace get None.
     """
-    if _EIGHT.search(name):
+    from .kernel_names import LIBRARY_HELPER, decode  # the one table of what names say
+
+    k = decode(name)
+    if not k.known or k.family == LIBRARY_HELPER or k.library.startswith("rocBLAS"):
+        return None  # AMD's matrix cores are not what these categories name
+    if k.dtype and k.dtype.startswith(("fp8", "int8", "uint8")) and k.tensor_cores:
         return EIGHT_BIT
-    if _TF32.search(name):  # before the 16-bit test: "tf32" ends in "f32", and the names hold "f32" too
+    if k.dtype == "tf32":
         return TF32
-    if _HALF.search(name):
+    if k.dtype in ("fp16", "bf16") and k.tensor_cores:
         return HALF
-    if _SIMT.search(name):
+    if k.tensor_cores is False and k.dtype == "fp32":
         return FP32_SIMT
-    if _TENSOR.search(name):
+    if k.tensor_cores:
         return TENSOR_CORES
     return None

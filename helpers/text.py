@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from . import kernel_kinds as kk
+from .kernel_names import decode
 from .facts import Node, Summary
 
 
@@ -102,6 +103,7 @@ def _gpu_work_lines(s: Summary, top: int) -> list[str]:
                 res = (f"  [{r.registers_per_thread} regs, {r.shared_memory} B smem, block {r.block}, "
                        f"grid {r.grid}]")
             out.append(f"  {k.count:>6} x {short(k.name, 60):<60} {k.kind:<11} median {us(k.median_us)}{res}")
+            out.append(f"           the name says: {decode(k.name).text()}")
     return out
 
 
