@@ -12,7 +12,7 @@ TORCH  ?= torch==2.13.0
 PORT   ?= 8888
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test test-unit test-notebooks test-browser test-ipywidgets7 preflight clean
+.PHONY: lab test test-unit test-notebooks test-browser screenshots test-ipywidgets7 preflight clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv --system-site-packages $(VENV)
@@ -57,6 +57,12 @@ test-notebooks: $(STAMP)
 test-browser: $(STAMP)
 	@$(PY) -c "import playwright" 2>/dev/null || $(PY) -m pip install -q --disable-pip-version-check "playwright>=1.40"
 	$(PY) -m pytest -q -p no:cacheprovider tests/browser
+
+# Maintainers: docs/img/'s screenshots of notebooks 01, 03 and 12 at 1280x800, and the layout checks on the
+# rendered page (no wrapped table cell, no overlapping text): tests/browser/test_screenshots.py. About a minute.
+screenshots: $(STAMP)
+	@$(PY) -c "import playwright" 2>/dev/null || $(PY) -m pip install -q --disable-pip-version-check "playwright>=1.40"
+	$(PY) -m pytest -q -s -p no:cacheprovider -m screenshots tests/browser
 
 # Colab still ships ipywidgets 7.7: the prediction widgets must work there too.
 test-ipywidgets7:

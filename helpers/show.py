@@ -54,24 +54,38 @@ def md(text: str) -> None:
     display(Markdown(text))
 
 
+# Every cell on one line, and the table scrolls sideways when it is wider than the output: a wrapped cell
+# ("thread 2281 (pt_autograd_0)" over two lines, a header over six) reads as two rows. JupyterLab sets
+# white-space:normal on td and th themselves, so the style goes on each cell, not on the table.
+_CELL = "text-align:left;white-space:nowrap"
+
+
+def _scrolls(table_html: str) -> str:
+    """A table in a box that scrolls sideways (and only sideways) when the table is wider than the output."""
+    return f"<div style='overflow-x:auto;max-width:100%'>{table_html}</div>"
+
+
 def table(rows: Iterable[Sequence[Any]], headers: Sequence[str]) -> None:
-    """A plain HTML table (also readable as text in a headless run)."""
+    """A plain HTML table (also readable as text in a headless run); wide ones scroll instead of wrapping."""
     rows = [list(r) for r in rows]
-    head = "".join(f"<th style='text-align:left'>{html.escape(str(h))}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td style='text-align:left'>{html.escape(str(c))}</td>" for c in r) + "</tr>"
+    head = "".join(f"<th style='{_CELL}'>{html.escape(str(h))}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td style='{_CELL}'>{html.escape(str(c))}</td>" for c in r) + "</tr>"
                    for r in rows)
-    _display_html(f"<table><tr>{head}</tr>{body}</table>")
+    _display_html(_scrolls(f"<table style='margin-left:0'><tr>{head}</tr>{body}</table>"))
 
 
 def versus(rows: Iterable[Sequence[Any]], note: str = "") -> None:
     """The one element that sets the article's A100 beside this GPU: rows of (what, the article's, this GPU's)."""
     rows = [list(r) for r in rows]
-    body = "".join(f"<tr><td style='text-align:left'>{html.escape(str(w))}</td>"
-                   f"<td style='text-align:right;color:#8250df'>{html.escape(str(a))}</td>"
-                   f"<td style='text-align:right;color:#1a7f37'><b>{html.escape(str(b))}</b></td></tr>" for w, a, b in rows)
+    body = "".join(f"<tr><td style='{_CELL}'>{html.escape(str(w))}</td>"
+                   f"<td style='text-align:right;white-space:nowrap;color:#8250df'>{html.escape(str(a))}</td>"
+                   f"<td style='text-align:right;white-space:nowrap;color:#1a7f37'><b>{html.escape(str(b))}</b></td>"
+                   "</tr>" for w, a, b in rows)
     foot = f"<div style='color:#555;font-size:85%'>{html.escape(note)}</div>" if note else ""
-    _display_html("<table><tr><th></th><th style='text-align:right'>the article's A100</th>"
-                  f"<th style='text-align:right'>this GPU</th></tr>{body}</table>{foot}")
+    _display_html(_scrolls("<table style='margin-left:0'><tr><th></th>"
+                           "<th style='text-align:right;white-space:nowrap'>the article's A100</th>"
+                           f"<th style='text-align:right;white-space:nowrap'>this GPU</th></tr>{body}</table>")
+                  + foot)
 
 
 def timing_caveat(*runs: Any) -> str:

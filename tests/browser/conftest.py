@@ -67,6 +67,21 @@ def pytest_ignore_collect(collection_path, config):
     return True if not _asked_for(config) else None
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "screenshots: the docs/img/ screenshots and their layout checks "
+                                       "(make screenshots); run only with -m screenshots")
+
+
+def pytest_collection_modifyitems(config, items):
+    """The screenshot run (three notebooks, about a minute) only when asked for: ``-m screenshots``."""
+    if "screenshots" in (config.getoption("markexpr", "") or ""):
+        return
+    keep = [i for i in items if i.get_closest_marker("screenshots") is None]
+    if len(keep) != len(items):
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        items[:] = keep
+
+
 # --- Playwright and Chromium -------------------------------------------------------------------
 
 def chromium_executable() -> str:
@@ -149,6 +164,8 @@ def _write_settings(settings: Path) -> None:
 
     put("@jupyterlab/docmanager-extension:plugin", {"autosave": False})
     put("@jupyterlab/apputils-extension:notification", {"fetchNews": "false", "checkForUpdates": False})
+    # every cell in the page, also those scrolled out of view: the layout checks read the whole notebook
+    put("@jupyterlab/notebook-extension:tracker", {"windowingMode": "none"})
 
 
 def _answers(url: str) -> bool:
@@ -192,7 +209,11 @@ class LabServer:
         env = {k: v for k, v in os.environ.items() if k != "PROFILING_HEADLESS"}
         env.update(PROFILING_MODE="recorded", PROFILING_JOURNAL=str(self.journal),
                    JUPYTER_CONFIG_DIR=str(scratch / "config"), JUPYTER_RUNTIME_DIR=str(scratch / "runtime"),
-                   IPYTHONDIR=str(scratch / "ipython"), PYTHONUNBUFFERED="1")
+                   IPYTHONDIR=str(scratch / "ipython"), PYTHONUNBUFFERED="1",
+                   # the kernel imports helpers at start-up (helpers/lab_setup.py's exec_lines), before the
+                   # notebook's series_setup: without this, a .venv installed from another clone (a git
+                   # worktree's main checkout) would serve that clone's helpers, not the ones under test
+                   PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
         cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
                f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
                f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={NOTEBOOKS}",

@@ -73,11 +73,11 @@ def _shot(locator, path: Path) -> Path:
 
 
 @contextlib.contextmanager
-def _open_page(browser, screenshots: Path):
+def _open_page(browser, screenshots: Path, viewport: dict | None = None):
     """A fresh browser context and page; on failure, a screenshot of what the page showed. The page's
     console errors and failed requests go to ``console.log`` either way."""
     (screenshots / "failure.png").unlink(missing_ok=True)
-    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    context = browser.new_context(viewport=viewport or {"width": 1280, "height": 1000})
     context.set_default_timeout(STEP_MS)
     page = context.new_page()
     log: list[str] = []

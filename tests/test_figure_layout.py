@@ -1,0 +1,61 @@
+"""Figures are images: whether their words overlap is matplotlib's layout, so every figure the lessons draw
+must be laid out by it (``tight_layout`` or constrained layout), and the notebook shows it saved with
+``bbox_inches="tight"`` (nothing cut at the edge). The browser's layout checks (``make screenshots``) cover the
+HTML around them. Read from the code, once: a new figure function without a layout fails here."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = sorted((ROOT / "helpers").rglob("*.py"))
+
+
+def _calls(node: ast.AST) -> list[ast.Call]:
+    return [n for n in ast.walk(node) if isinstance(n, ast.Call)]
+
+
+def _name(call: ast.Call) -> str:
+    f = call.func
+    return f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+
+
+def _functions():
+    for path in SOURCES:
+        tree = ast.parse(path.read_text())
+        for fn in ast.walk(tree):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                yield path, fn
+
+
+def test_every_figure_is_laid_out():
+    unlaid, made = [], 0
+    for path, fn in _functions():
+        calls = _calls(fn)
+        if not any(_name(c) in ("subplots", "figure") and isinstance(c.func, ast.Attribute) for c in calls):
+            continue
+        made += 1
+        constrained = any(k.arg == "layout" and isinstance(k.value, ast.Constant)
+                          and k.value.value in ("constrained", "tight") for c in calls for k in c.keywords)
+        if not constrained and not any(_name(c) == "tight_layout" for c in calls):
+            unlaid.append(f"{path.relative_to(ROOT)}:{fn.lineno} {fn.name}")
+    assert made >= 10, f"only {made} functions make a figure: this check no longer finds them"
+    assert not unlaid, "figures without tight_layout or constrained layout (their words can overlap):\n" + \
+        "\n".join(unlaid)
+
+
+def test_notebook_figures_are_saved_tight():
+    """Every savefig in the code a notebook shows (not the room's HTML report) crops to the drawn words."""
+    loose, seen = [], 0
+    for path, fn in _functions():
+        if path.name == "room.py":  # the instructor's HTML report: its own fixed-size charts
+            continue
+        for c in _calls(fn):
+            if _name(c) == "savefig":
+                seen += 1
+                if not any(k.arg == "bbox_inches" and isinstance(k.value, ast.Constant) and k.value.value == "tight"
+                           for k in c.keywords):
+                    loose.append(f"{path.relative_to(ROOT)}:{c.lineno} {fn.name}")
+    assert seen >= 1, "no savefig found: show.display_figure moved?"
+    assert not loose, "figures saved without bbox_inches='tight':\n" + "\n".join(loose)
