@@ -14,7 +14,7 @@ import html
 import math
 
 from .. import article, facts, plots, show, spoilers, widgets
-from .. import hardware
+from .. import hardware, kernel_names
 from .. import kernel_kinds as kk
 from ..text import nbytes, short
 
@@ -160,6 +160,7 @@ def occupancy(gemm, kernels, device, device_name: str) -> None:
             return widgets.verdict(None, "No theoretical occupancy can be worked out here: "
                                    + html.escape(o.unknown if o else "the trace records no registers for this GEMM")
                                    + ".")
+        said = kernel_names.decode(gemm.name)  # tensor cores or not, as the name says (or does not)
         show.table([(gemm.kind, o.blocks_per_sm, f"{o.warps_per_sm} of {o.max_warps_per_sm}", f"{o.occupancy:.0%}",
                      o.limited_by, _limits_text(o))],
                    ["kernel", "blocks per SM", "warps", "theoretical occupancy", "limited by",
@@ -172,8 +173,9 @@ def occupancy(gemm, kernels, device, device_name: str) -> None:
             f"warps: <b>{o.occupancy:.0%}</b> theoretical occupancy, limited by {o.limited_by}. Low occupancy is not "
             f"a defect in itself (<a href='{BEST_PRACTICES}'>CUDA's best-practices guide</a>: higher occupancy does "
             "not always mean higher performance): a GEMM keeps its tiles in registers and shared memory and feeds "
-            "the tensor cores from there, so judge it by its throughput (notebook 07), not by how many warps wait "
-            "on an SM.", actual=100 * o.occupancy)
+            + ("the tensor cores" if said.tensor_cores else "its arithmetic units")
+            + " from there, so judge it by its throughput (notebook 07), not by how many warps wait on an SM. "
+            f"What its name says: {html.escape(said.text())}.", actual=100 * o.occupancy)
 
     widgets.ask("06.occupancy", "What theoretical occupancy do you expect for the 4096 x 4096 GEMM kernel?",
                 unit="%", default=50, reveal=reveal,
