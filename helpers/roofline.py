@@ -761,3 +761,43 @@ def _roof_for(pk: Peaks, w: Work, kname: str, flops_s: float) -> tuple[str | Non
                                       "was allowed (allow_tf32 / set_float32_matmul_precision('high')), "
                                       "which the trace does not record")
     return None, None, None
+
+
+# --- as text ------------------------------------------------------------------------------------
+
+_BOUND_SHORT = {COMPUTE_BOUND: "compute-bound", MEMORY_BOUND: "memory-bound", FAR_BELOW: "far below both"}
+
+
+def _num(x: float | None, digits: int = 3) -> str:
+    if x is None or not math.isfinite(x):
+        return "-"
+    return f"{x:.{digits}g}" if abs(x) < 10 ** digits else f"{x:,.0f}"
+
+
+def roofline_text(r: Roofline, top: int = 10) -> list[str]:
+    """The roofline's lines for ``python -m helpers summarize``: the top kernel groups by time, and what was left out."""
+    out = ["", "roofline (achieved against the datasheet's roofs; " + (
+        f"near a roof: at least {r.near:.0%} of it at the kernel's FLOP/byte):")]
+    if r.peaks is not None:
+        roofs = ", ".join(f"{k} {_num(v, 4)} TFLOP/s" for k, v in r.peaks.compute_tflops.items())
+        out.append(f"  {r.peaks.gpu}: {roofs}; memory {_num(r.peaks.bandwidth_tbs)} TB/s")
+    if r.note:
+        out.append(f"  {r.note}")
+    if r.points:
+        out.append(f"  {'GPU time':>10} {'share':>6} {'TFLOP/s':>8} {'TB/s':>6} {'FLOP/B':>7}  {'bound':<15} "
+                   "kernel (op, dtype, calls)")
+        for p in r.points[:top]:
+            bound = _BOUND_SHORT.get(p.bound or "", "-")
+            if p.other_bound:
+                bound += f" ({_BOUND_SHORT.get(p.other_bound)} vs TF32)"
+            out.append(f"  {p.time_us:>8.1f}us {p.share:>6.1%} {_num(p.achieved_tflops):>8} {_num(p.achieved_tbs):>6} "
+                       f"{_num(p.intensity):>7}  {bound:<15} {p.label} ({p.op}, {p.dtype}, {p.count})")
+        if len(r.points) > top:
+            out.append(f"  ... {len(r.points) - top} more groups")
+        out.append(f"  sized: {r.sized_share:.1%} of kernel time")
+    for n in r.not_sized[:3]:
+        out.append(f"  not sized: {n.share:.1%} of kernel time, {n.kernels} kernels: {n.reason}")
+    if len(r.not_sized) > 3:
+        rest = r.not_sized[3:]
+        out.append(f"  not sized: {sum(n.share for n in rest):.1%} more, for {len(rest)} other reasons")
+    return out
