@@ -28,7 +28,7 @@ What is counted, and assumed (each :class:`Roofline` lists these in ``assumption
   first tensor's dtype), one FLOP per output element (a lower bound: a GELU
   does more); an in-place op (``add_``) writes its first input; copies and
   fills do no arithmetic (0 FLOPs);
-* reductions: one FLOP per input element; the output's shape from the
+* reductions: one FLOP per element of the largest input; the output's shape from the
   reduced dims when ``Concrete Inputs`` give them, the input's shape for
   softmax and norms (one output per input), otherwise the output's bytes are
   left out (a lower bound).
@@ -80,7 +80,7 @@ ASSUMPTIONS = (
     "GEMM: 2*M*N*K FLOPs (bias add left out); bytes: inputs read once, output written once",
     "elementwise: output shape = the inputs broadcast, first tensor's dtype; 1 FLOP per output element "
     "(a lower bound); copies and fills 0 FLOPs",
-    "reduction: 1 FLOP per input element; output from the reduced dims when Concrete Inputs give them, "
+    "reduction: 1 FLOP per element of its largest input; output from the reduced dims when Concrete Inputs give them, "
     "else left out of the bytes (a lower bound)",
     f"near a roof: at least {NEAR:.0%} of the roof at the kernel's intensity",
 )
@@ -543,7 +543,8 @@ def _reduction(op: str, s: Shapes) -> Work | str:
     if not ts:
         return "it has no tensor input"
     x, dtype, es = ts[0]
-    n_in = _numel(x)
+    # a backward reduction's first input may be a 0-d gradient: the work follows its largest input
+    n_in = max(_numel(t[0]) for t in ts)
     reads = sum(_numel(t[0]) * t[2] for t in ts)
     if _SAME_SHAPE_REDUCTIONS.search(op):
         out = n_in
@@ -553,9 +554,9 @@ def _reduction(op: str, s: Shapes) -> Work | str:
                 and len(s.dims or []) == 1:
             out = 1  # the whole tensor to one value (aten::sum(x))
         elif isinstance(dims, int):
-            out = n_in // max(1, x[dims] if -len(x) <= dims < len(x) else 1)
+            out = _numel(x) // max(1, x[dims] if -len(x) <= dims < len(x) else 1)
         elif isinstance(dims, list) and all(isinstance(d, int) and -len(x) <= d < len(x) for d in dims):
-            out = n_in // max(1, _numel([x[d] for d in set(d % len(x) for d in dims)])) if dims else 1
+            out = _numel(x) // max(1, _numel([x[d] for d in set(d % len(x) for d in dims)])) if dims else 1
         else:
             out = 0  # unknown: left out, so the bytes are a lower bound
     return Work("reduction", float(n_in), reads + out * es, dtype, _dims_text(s.dims))
