@@ -350,6 +350,9 @@ def _op_shapes(trace: Trace) -> dict[tuple[str, float], list[tuple[Any, _Recorde
             text = b"".join(blocks)
         finally:
             close()
+        if not text.strip():  # a pipe (`summarize <(zcat ...)`) is empty the second time
+            return ("not sized: the trace came through a pipe, which cannot be read a second time for the ops' "
+                    "shapes: give the file itself")
         found = _scan(text)
     except (OSError, TraceError, ValueError, RecursionError) as e:
         found = f"not sized: the trace's file could not be read again for its op shapes ({e})"
@@ -708,7 +711,7 @@ def _fill(trace: Trace, r: Roofline, kernels: list[int], shapes: dict, total: fl
         r.not_sized.append(NotSized(reason, len(ks), t, t / total if total else 0.0, example))
     r.not_sized.sort(key=lambda n: -n.time_us)
     if not r.points:
-        r.note = "not sized: no kernel's op could be sized (see not_sized for why)"
+        r.note = "not sized: no kernel's op could be sized (the reasons follow)"
 
 
 def _point(pk: Peaks | None, kname: str, op: str, w: Work, count: int, t_us: float, total: float) -> Point:
@@ -796,6 +799,8 @@ def roofline_text(r: Roofline, top: int = 10) -> list[str]:
         if len(r.points) > top:
             out.append(f"  ... {len(r.points) - top} more groups")
         out.append(f"  sized: {r.sized_share:.1%} of kernel time")
+    if len(r.not_sized) == 1 and r.note and r.not_sized[0].reason in r.note:
+        return out  # the note said why
     for n in r.not_sized[:3]:
         out.append(f"  not sized: {n.share:.1%} of kernel time, {n.kernels} kernels: {n.reason}")
     if len(r.not_sized) > 3:
