@@ -292,7 +292,11 @@ try:
         args: _OpArgs = msgspec.field(default_factory=_OpArgs)  # of the other keys, nothing is kept
 
     class _DocEvents(msgspec.Struct, gc=False):
-        traceEvents: list[_OpEvent] = []
+        traceEvents: list[msgspec.Raw] = []  # each event's text, unparsed: most have no shapes
+
+    _decode_doc = msgspec.json.Decoder(_DocEvents).decode
+    _decode_list = msgspec.json.Decoder(list[msgspec.Raw]).decode
+    _decode_op = msgspec.json.Decoder(_OpEvent).decode
 
 except ImportError:  # pragma: no cover - the json module's path below does the same
     msgspec = None  # type: ignore[assignment]
@@ -306,13 +310,18 @@ def _scan(text: bytes) -> list[tuple[Any, Any, Any, _Recorded]]:
     out = []
     if msgspec is not None:
         try:
-            dec = msgspec.json.Decoder(list[_OpEvent] if text.lstrip()[:1] == b"[" else _DocEvents)
-            events = dec.decode(text)
-            events = events if isinstance(events, list) else events.traceEvents
-            return [(e.name, e.tid, e.ts, _Recorded((e.args.dims, e.args.types, e.args.concrete), True))
-                    for e in events if len(e.args.dims) and isinstance(e.cat, str) and e.cat.lower() in _OP_CATS]
+            # Each event as unparsed text first (a view of ``text``), then only those that hold shapes decoded:
+            # a fraction of the memory of decoding every event at once, in the same time.
+            events = _decode_list(text) if text.lstrip()[:1] == b"[" else _decode_doc(text).traceEvents
+            for raw in events:
+                if b'"Input Dims"' in bytes(raw):
+                    e = _decode_op(raw)
+                    if len(e.args.dims) and isinstance(e.cat, str) and e.cat.lower() in _OP_CATS:
+                        out.append((e.name, e.tid, e.ts, _Recorded((e.args.dims, e.args.types, e.args.concrete),
+                                                                   True)))
+            return out
         except (msgspec.DecodeError, ValueError, RecursionError):
-            pass  # what msgspec refuses (args that are not an object...), the json module decides
+            out = []  # what msgspec refuses (args that are not an object...), the json module decides
     doc = json.loads(text)
     events = doc.get("traceEvents", []) if isinstance(doc, dict) else doc if isinstance(doc, list) else []
     for e in events:

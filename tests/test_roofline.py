@@ -145,3 +145,11 @@ def test_the_external_training_trace_is_sized_in_part_and_says_why_not_the_rest(
     # NCCL's kernels run under record_param_comms, which has no shapes: left out, with the reason
     assert any("record_param_comms" in n.reason for n in r.not_sized)
     assert sum(n.share for n in r.not_sized) + r.sized_share == pytest.approx(1.0)
+
+
+def test_the_json_module_finds_the_same_shapes_as_msgspec(monkeypatch):
+    text = (H200 / "mlp64x128x768x3072_bf16_warm_eager.json").read_bytes()
+    fast = [(n, tid, ts, r.shapes()) for n, tid, ts, r in rl._scan(text)]
+    monkeypatch.setattr(rl, "msgspec", None)
+    plain = [(n, tid, ts, r.shapes()) for n, tid, ts, r in rl._scan(text)]
+    assert fast and fast == plain
