@@ -53,7 +53,7 @@ import json
 import math
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from . import hardware
 from . import kernel_kinds as kk
@@ -303,25 +303,31 @@ except ImportError:  # pragma: no cover - the json module's path below does the 
 
 
 _OP_CATS = ("cpu_op", "operator")  # Kineto's spellings of an ATen op's category
+_NOT_WS = re.compile(rb"[^ \t\r\n]")
 
 
-def _scan(text: bytes) -> list[tuple[Any, Any, Any, _Recorded]]:
-    """(name, tid, ts, its recorded shapes) of every CPU op that has Input Dims, from the trace's text."""
+def _scan(text: bytes | bytearray, keep: Callable[[Any, Any], bool]) -> tuple[int, list[tuple[Any, Any, Any, _Recorded]]]:
+    """How many CPU ops have Input Dims in the trace's text, and (name, tid, ts, shapes) of those ``keep(name, ts)`` wants."""
     out = []
+    seen = 0
     if msgspec is not None:
         try:
-            # Each event as unparsed text first (a view of ``text``), then only those that hold shapes decoded:
-            # a fraction of the memory of decoding every event at once, in the same time.
-            events = _decode_list(text) if text.lstrip()[:1] == b"[" else _decode_doc(text).traceEvents
+            # Each event as unparsed text first (a view of ``text``), then only those that hold shapes decoded,
+            # and of those only the ops that launched kernels kept (copied out, so the text can go).
+            first = _NOT_WS.search(text)  # not text.lstrip(): that would copy the whole text
+            events = _decode_list(text) if first and first.group() == b"[" else _decode_doc(text).traceEvents
             for raw in events:
                 if b'"Input Dims"' in bytes(raw):
                     e = _decode_op(raw)
                     if len(e.args.dims) and isinstance(e.cat, str) and e.cat.lower() in _OP_CATS:
-                        out.append((e.name, e.tid, e.ts, _Recorded((e.args.dims, e.args.types, e.args.concrete),
-                                                                   True)))
-            return out
+                        seen += 1
+                        if keep(e.name, e.ts):
+                            a = e.args
+                            out.append((e.name, e.tid, e.ts, _Recorded((bytes(a.dims), bytes(a.types),
+                                                                        bytes(a.concrete)), True)))
+            return seen, out
         except (msgspec.DecodeError, ValueError, RecursionError):
-            out = []  # what msgspec refuses (args that are not an object...), the json module decides
+            out, seen = [], 0  # what msgspec refuses (args that are not an object...), the json module decides
     doc = json.loads(text)
     events = doc.get("traceEvents", []) if isinstance(doc, dict) else doc if isinstance(doc, list) else []
     for e in events:
@@ -329,9 +335,11 @@ def _scan(text: bytes) -> list[tuple[Any, Any, Any, _Recorded]]:
             continue
         a = e.get("args")
         if e["cat"].lower() in _OP_CATS and isinstance(a, dict) and "Input Dims" in a:
-            out.append((e.get("name"), e.get("tid"), e.get("ts"),
-                        _Recorded((a["Input Dims"], a.get("Input type"), a.get("Concrete Inputs")), False)))
-    return out
+            seen += 1
+            if keep(e.get("name"), e.get("ts")):
+                out.append((e.get("name"), e.get("tid"), e.get("ts"),
+                            _Recorded((a["Input Dims"], a.get("Input type"), a.get("Concrete Inputs")), False)))
+    return seen, out
 
 
 def _float(v: Any) -> float | None:
@@ -347,37 +355,38 @@ def _float(v: Any) -> float | None:
     return None
 
 
-def _op_shapes(trace: Trace) -> dict[tuple[str, float], list[tuple[Any, _Recorded]]] | str:
-    """(op name, start in the trace's clock) -> [(thread id, its shapes)], or a sentence saying why there are none.
+def _op_shapes(trace: Trace, wanted: set[tuple[str, float]]) -> dict[tuple[str, float], list[tuple[Any, _Recorded]]] | str:
+    """(op name, start in the trace's clock) -> [(thread id, its shapes)] for the ``wanted`` ops, or a sentence
+    saying why there are none.
 
     The reader keeps no op's input shapes (they would cost every reading of
     every trace); this reads the trace's file again for them.
     """
+    t0 = trace.t0
+
+    def keep(name: Any, ts: Any) -> bool:
+        t = _float(ts)
+        return t is not None and (name, t - t0) in wanted
+
     try:
         blocks, close, _ = open_text(trace.path)
+        text = bytearray()  # grown in place: joining a list of blocks would hold the text twice at its peak
         try:
-            text = b"".join(blocks)
+            for block in blocks:
+                text += block
         finally:
             close()
-        if not text.strip():  # a pipe (`summarize <(zcat ...)`) is empty the second time
+        if not _NOT_WS.search(text):  # a pipe (`summarize <(zcat ...)`) is empty the second time
             return ("not sized: the trace came through a pipe, which cannot be read a second time for the ops' "
                     "shapes: give the file itself")
-        found = _scan(text)
+        seen, found = _scan(text, keep)
     except (OSError, TraceError, ValueError, RecursionError) as e:
-        found = f"not sized: the trace's file could not be read again for its op shapes ({e})"
-    if isinstance(found, list):
-        if not found:
-            result: Any = NO_SHAPES
-        else:
-            result = {}
-            t0 = trace.t0
-            for name, tid, ts, rec in found:
-                t = _float(ts)
-                if t is None or not isinstance(name, str):
-                    continue
-                result.setdefault((name, t - t0), []).append((tid, rec))
-    else:
-        result = found
+        return f"not sized: the trace's file could not be read again for its op shapes ({e})"
+    if not seen:
+        return NO_SHAPES
+    result: dict[tuple[str, float], list[tuple[Any, _Recorded]]] = {}
+    for name, tid, ts, rec in found:
+        result.setdefault((name, _float(ts) - t0), []).append((tid, rec))
     return result
 
 
@@ -647,13 +656,14 @@ def roofline(trace: Trace) -> Roofline:
     if not kernels:
         r.note = "not sized: the trace has no GPU kernels"
     else:
-        shapes = _op_shapes(trace)
+        calls, left = _calls(trace, kernels)
+        shapes = _op_shapes(trace, {(trace.name_of(op), trace.ts[op]) for op in calls})
         if isinstance(shapes, str):
             r.note = shapes
             r.not_sized.append(NotSized(shapes.removeprefix("not sized: "), len(kernels), total,
                                         1.0 if total else 0.0, trace.name_of(kernels[0])))
         else:
-            _fill(trace, r, kernels, shapes, total)
+            _fill(trace, r, calls, left, shapes, total)
         if pk is None and r.note is None:
             r.note = (f"no roofs: the GPU {gpu!r} has no datasheet in helpers/hardware.py, so achieved "
                       "FLOP/s and bytes/s are shown without a bound" if gpu else
@@ -662,17 +672,22 @@ def roofline(trace: Trace) -> Roofline:
     return r
 
 
-def _fill(trace: Trace, r: Roofline, kernels: list[int], shapes: dict, total: float) -> None:
-    calls: dict[int, list[int]] = {}  # op event -> its kernels
-    left: dict[str, list[int]] = {}  # reason -> kernels
-    launchers = trace.launchers(kernels)
-    for j, i in zip(kernels, launchers):
+def _calls(trace: Trace, kernels: list[int]) -> tuple[dict[int, list[int]], dict[str, list[int]]]:
+    """Op event -> the kernels it launched (the innermost ATen op around each launch); reason -> kernels without."""
+    calls: dict[int, list[int]] = {}
+    left: dict[str, list[int]] = {}
+    for j, i in zip(kernels, trace.launchers(kernels)):
         op = _innermost_op(trace, i) if i >= 0 else -1
         if op < 0:
             why = "its launch call is not in the trace" if i < 0 else "no ATen op around its launch call"
             left.setdefault(why, []).append(j)
             continue
         calls.setdefault(op, []).append(j)
+    return calls, left
+
+
+def _fill(trace: Trace, r: Roofline, calls: dict[int, list[int]], left: dict[str, list[int]], shapes: dict,
+          total: float) -> None:
     groups: dict[tuple, list] = {}  # (kernel, op, shape, dtype) -> [count, time, work]
     kinds: dict[tuple[str, str], str] = {}  # classify runs regexes over long names: once per (kernel, op)
     sized: dict[tuple, Work | str] = {}  # the same op with the same shapes, sized once

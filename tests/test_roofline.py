@@ -149,7 +149,10 @@ def test_the_external_training_trace_is_sized_in_part_and_says_why_not_the_rest(
 
 def test_the_json_module_finds_the_same_shapes_as_msgspec(monkeypatch):
     text = (H200 / "mlp64x128x768x3072_bf16_warm_eager.json").read_bytes()
-    fast = [(n, tid, ts, r.shapes()) for n, tid, ts, r in rl._scan(text)]
+    every = (lambda name, ts: True)
+    seen, found = rl._scan(text, every)
+    fast = [(n, tid, ts, r.shapes()) for n, tid, ts, r in found]
     monkeypatch.setattr(rl, "msgspec", None)
-    plain = [(n, tid, ts, r.shapes()) for n, tid, ts, r in rl._scan(text)]
-    assert fast and fast == plain
+    seen_plain, found_plain = rl._scan(text, every)
+    assert fast and len(fast) == seen == seen_plain
+    assert fast == [(n, tid, ts, r.shapes()) for n, tid, ts, r in found_plain]
