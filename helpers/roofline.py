@@ -52,7 +52,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from . import hardware
@@ -306,8 +306,12 @@ _OP_CATS = ("cpu_op", "operator")  # Kineto's spellings of an ATen op's category
 _NOT_WS = re.compile(rb"[^ \t\r\n]")
 
 
-def _scan(text: bytes | bytearray, keep: Callable[[Any, Any], bool]) -> tuple[int, list[tuple[Any, Any, Any, _Recorded]]]:
-    """How many CPU ops have Input Dims in the trace's text, and (name, tid, ts, shapes) of those ``keep(name, ts)`` wants."""
+_Found = list[tuple[Any, Any, Any, "_Recorded"]]  # (name, tid, ts, shapes) of CPU ops
+
+
+def _scan(text: bytes | bytearray, keep: Callable[[Any, Any], bool]) -> tuple[int, _Found]:
+    """How many CPU ops have Input Dims in the trace's text, and (name, tid, ts, shapes) of those
+    ``keep(name, ts)`` wants."""
     out = []
     seen = 0
     if msgspec is not None:
@@ -355,7 +359,10 @@ def _float(v: Any) -> float | None:
     return None
 
 
-def _op_shapes(trace: Trace, wanted: set[tuple[str, float]]) -> dict[tuple[str, float], list[tuple[Any, _Recorded]]] | str:
+_Shapes = dict[tuple[str, float], list[tuple[Any, "_Recorded"]]]  # (op name, start) -> [(thread id, shapes)]
+
+
+def _op_shapes(trace: Trace, wanted: set[tuple[str, float]]) -> _Shapes | str:
     """(op name, start in the trace's clock) -> [(thread id, its shapes)] for the ``wanted`` ops, or a sentence
     saying why there are none.
 
@@ -384,7 +391,7 @@ def _op_shapes(trace: Trace, wanted: set[tuple[str, float]]) -> dict[tuple[str, 
         return f"not sized: the trace's file could not be read again for its op shapes ({e})"
     if not seen:
         return NO_SHAPES
-    result: dict[tuple[str, float], list[tuple[Any, _Recorded]]] = {}
+    result: _Shapes = {}
     for name, tid, ts, rec in found:
         result.setdefault((name, _float(ts) - t0), []).append((tid, rec))
     return result
@@ -803,7 +810,7 @@ def _num(x: float | None, digits: int = 3) -> str:
 
 
 def roofline_text(r: Roofline, top: int = 10) -> list[str]:
-    """The roofline's lines for ``python -m helpers summarize``: the top kernel groups by time, and what was left out."""
+    """The roofline's lines for ``python -m helpers summarize``: the top kernel groups by time, what was left out."""
     out = ["", "roofline (achieved against the datasheet's roofs; " + (
         f"near a roof: at least {r.near:.0%} of it at the kernel's FLOP/byte):")]
     if r.peaks is not None:

@@ -348,7 +348,7 @@ def exercise_hidden(m_e) -> None:
 
 
 def _roof_phrase(p) -> str:
-    """'`aten::mm` [[8192,768],[768,3072]] (... TFLOP/s at ... FLOP/byte: ...% of the ... roof there)', from the point."""
+    """'`aten::mm` [[8192,768],[768,3072]] (... TFLOP/s at ... FLOP/byte: ...% of the ... roof there)'."""
     if p.bound == roofline_mod.MEMORY_BOUND:
         got, roof = f"{p.achieved_tbs:.3g} TB/s", "the memory roof"
     else:
