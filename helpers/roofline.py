@@ -371,7 +371,11 @@ def _op_shapes(trace: Trace, wanted: set[tuple[str, float]]) -> _Shapes | str:
     """
     t0 = trace.t0
 
+    names = {name for name, _ in wanted}
+
     def keep(name: Any, ts: Any) -> bool:
+        if name not in names:  # most ops launch nothing: no number to convert for them
+            return False
         t = _float(ts)
         return t is not None and (name, t - t0) in wanted
 
