@@ -12,8 +12,10 @@ How work is attributed: every kernel that one op call launched shares that
 call's work. The call's FLOPs and bytes count once; its time is the sum of its
 kernels' durations (a split-K GEMM and its reduction kernel, or a GEMM and the
 bias kernel run after it, are one matrix multiply); the point is named after
-the kernel that took the longest. Calls with the same kernel name, op, shapes
-and dtype make one point.
+the kernel that took the longest (for a GEMM or a convolution, the longest
+kernel whose name says its arithmetic, :func:`helpers.kernel_kinds.gemm_math`:
+not a layout transform run beside it). Calls with the same kernel name, op,
+shapes and dtype make one point.
 
 What is counted, and assumed (each :class:`Roofline` lists these in ``assumptions``):
 
@@ -697,15 +699,29 @@ def _calls(trace: Trace, kernels: list[int]) -> tuple[dict[int, list[int]], dict
     return calls, left
 
 
+def _kind(cache: dict[tuple[str, str], str], kernel: str, op: str) -> str:
+    """:func:`helpers.kernel_kinds.classify`, once per (kernel, op): it runs regexes over long names."""
+    kind = cache.get((kernel, op))
+    if kind is None:
+        kind = cache[kernel, op] = kk.classify(kernel, KERNEL, op)
+    return kind
+
+
 def _fill(trace: Trace, r: Roofline, calls: dict[int, list[int]], left: dict[str, list[int]], shapes: dict,
           total: float) -> None:
     groups: dict[tuple, list] = {}  # (kernel, op, shape, dtype) -> [count, time, work]
-    kinds: dict[tuple[str, str], str] = {}  # classify runs regexes over long names: once per (kernel, op)
+    kinds: dict[tuple[str, str], str] = {}  # (kernel, op) -> its kind
     sized: dict[tuple, Work | str] = {}  # the same op with the same shapes, sized once
     for op, ks in calls.items():
         name = trace.name_of(op)
         found = shapes.get((name, trace.ts[op]))
         main = max(ks, key=trace.dur.__getitem__)
+        if name in GEMM_OPS or name in CONV_OPS:
+            # named after its longest GEMM kernel, not a layout transform or a reduction launched beside it
+            gemm = [j for j in ks if _kind(kinds, trace.name_of(j), name) == kk.GEMM]
+            # of those, one whose name says its arithmetic (kernel_kinds.gemm_math): a real matrix multiply
+            mma = [j for j in gemm if kk.gemm_math(trace.name_of(j)) is not None]
+            main = max(mma or gemm or ks, key=trace.dur.__getitem__)
         kname = trace.name_of(main)
         if not found:
             left.setdefault(f"{name}: no Input Dims recorded for it", []).extend(ks)
@@ -713,9 +729,7 @@ def _fill(trace: Trace, r: Roofline, calls: dict[int, list[int]], left: dict[str
         if len(found) > 1:
             tid = trace.lanes[trace.lane[op]].tid
             found = [f for f in found if f[0] == tid] or found
-        kind = kinds.get((kname, name))
-        if kind is None:
-            kind = kinds[kname, name] = kk.classify(kname, KERNEL, name)
+        kind = _kind(kinds, kname, name)
         rec = found[0][1]
         key = (name, kind, rec.key)
         w = sized.get(key)
