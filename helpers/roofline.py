@@ -837,6 +837,8 @@ def roofline_text(r: Roofline, top: int = 10) -> list[str]:
     if r.note:
         out.append(f"  {r.note}")
     if r.points:
+        out.append("  work from each op's Input Dims: GEMM 2*M*N*K FLOPs; elementwise and reductions 1 FLOP an element; "
+                   "bytes: inputs read and output written once (the assumptions: --json's roofline.assumptions)")
         out.append(f"  {'GPU time':>10} {'share':>6} {'TFLOP/s':>8} {'TB/s':>6} {'FLOP/B':>7}  {'bound':<15} "
                    "kernel (op, dtype, calls)")
         for p in r.points[:top]:
