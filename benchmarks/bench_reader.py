@@ -56,8 +56,8 @@ SOURCE = EXTERNAL / "hta_trace_diff_control_control.json.gz"
 TORCH_SOURCE = ROOT / "traces" / "reference" / "nvidia-h200" / "block8x256x512_bf16_warm_eager.json"
 CACHE = ROOT / ".cache" / "bench"
 SYNTHETIC_VERSION = 1  # bump when the generator changes, to write the file again
-SIDES = ["ours", "read", "hta", "json", "orjson", "msgspec", "ijson"]
-LABELS = {"ours": "ours: read + summary", "read": "ours: read only", "hta": "HTA TraceAnalysis",
+SIDES = ["ours", "read", "roofline", "hta", "json", "orjson", "msgspec", "ijson"]
+LABELS = {"ours": "ours: read + summary", "read": "ours: read only", "roofline": "ours: + roofline", "hta": "HTA TraceAnalysis",
           "json": "json.load", "orjson": "orjson.loads", "msgspec": "msgspec, typed", "ijson": "ijson, streamed"}
 
 
@@ -104,6 +104,19 @@ def _child(side: str, target: str) -> None:
             s = summarize(t)
             return {"events": s.events, "kernels": sum(k.count for k in s.kernels), "parser": PARSER,
                     "verdict": s.verdict, **t.read_by}
+    elif side == "roofline":
+        sys.path.insert(0, str(ROOT))
+        from helpers.facts import summarize
+        from helpers.roofline import roofline
+        from helpers.trace import PARSER, read_trace
+
+        def load():  # all that `python -m helpers summarize` does: read, summary, then the roofline
+            t = read_trace(target)
+            s = summarize(t)
+            t1 = time.perf_counter()
+            r = roofline(t)
+            return {"events": s.events, "roofline_seconds": time.perf_counter() - t1, "points": len(r.points),
+                    "sized_share": r.sized_share, **t.read_by}
     elif side == "read":
         sys.path.insert(0, str(ROOT))
         from helpers.trace import read_trace
@@ -334,6 +347,7 @@ def main() -> int:
                 print(f"  {LABELS[side]}: " + ", ".join(f"{r['seconds']:.2f} s" for r in got[side]), flush=True)
             # The fastest run of each side: on a shared machine, the one least slowed by other work.
             summary = {side: {"seconds": min(r["seconds"] for r in rs),
+                              "roofline_seconds": min(r.get("roofline_seconds", math.inf) for r in rs),
                               "peak": max(r["peak_growth"] for r in rs), "events": rs[0]["events"],
                               "reset": all(r["peak_reset"] for r in rs), "extra": rs[0]}
                        for side, rs in got.items()}
@@ -369,6 +383,26 @@ def main() -> int:
                      f"{o['peak'] / size:.2f}x", "yes" if met else "NO"))
     _print_table(rows)
     print(f"our parser: {results[0][3]['ours']['extra']['parser']}")
+    if "roofline" in sides:
+        # the roofline reads the file again for the ops' shapes (the reader keeps none): its cost, apart
+        rows = [("file", "read only", "read + summary", "roofline alone", "read + summary + roofline", "its peak/JSON",
+                 "groups", "sized")]
+        for layout, path, size, summary in results:
+            r = summary["roofline"]
+            rows.append((path.name[:40], f"{summary['read']['seconds']:.2f} s" if "read" in summary else "-",
+                         f"{summary['ours']['seconds']:.2f} s", f"{r['roofline_seconds']:.2f} s",
+                         f"{r['seconds']:.2f} s", f"{r['peak'] / size:.2f}x", str(r["extra"]["points"]),
+                         f"{r['extra']['sized_share']:.0%}"))
+        _print_table(rows)
+        sys.path.insert(0, str(ROOT))
+        from helpers.roofline import roofline
+        from helpers.trace import read_trace
+
+        ref = read_trace(TORCH_SOURCE)
+        t1 = time.perf_counter()
+        roofline(ref)
+        print(f"roofline alone on the reference trace {TORCH_SOURCE.name} ({mb(TORCH_SOURCE.stat().st_size)}): "
+              f"{time.perf_counter() - t1:.3f} s (in this process, one run)")
     if not all(s["reset"] for *_, summary in results for s in summary.values()):
         print("note: the peak counter could not be reset, so peaks may include what the imports took")
     print("targets:", "met on every file" if all_met else "NOT met")

@@ -93,11 +93,17 @@ def _summarize(a: argparse.Namespace) -> int:
         else:
             print(ranks_text(r, top=a.top))
         return 0
-    s = summarize(_read(a.trace))
+    from .roofline import roofline, roofline_text
+
+    t = _read(a.trace)
+    s = summarize(t)
+    r = roofline(t)  # apart from summarize(): it reads the file again for the ops' shapes
     if a.json:
-        _print_json(s.to_json())
+        out = s.to_json()
+        out["roofline"] = r.to_json(top=max(a.top, 50))
+        _print_json(out)
     else:
-        print(summary_text(s, top=a.top))
+        print("\n".join([summary_text(s, top=a.top)] + roofline_text(r, top=a.top)))
     return 0
 
 

@@ -150,31 +150,55 @@ def device_architecture(device: object) -> Architecture:
 
 @dataclass(frozen=True)
 class Datasheet:
-    """A GPU's vendor figures: dense tensor-core TFLOP/s (no sparsity) and memory bandwidth."""
+    """A GPU's vendor figures: dense throughput (no sparsity) and memory bandwidth.
+
+    Datasheets print tensor-core figures "with sparsity" (marked with an
+    asterisk); the dense figure, the one a dense matrix multiply can reach, is
+    half of it and is the one held here. ``None``: the datasheet gives no such
+    figure (Volta and Turing have no TF32 tensor cores).
+    """
 
     words: tuple[str, ...]  # every one of them is a word of the name torch reports (lower case)
     capability: tuple[int, int]
-    dense_tflops: float  # in the series' dtype on this GPU: bf16, or fp16 where bf16 is emulated
+    dense_tflops: float  # 16-bit tensor cores, in the series' dtype on this GPU: bf16, or fp16 where bf16 is emulated
     bandwidth_tbs: float
+    fp32_tflops: float | None = None  # FP32 on the CUDA cores (no tensor cores): what plain float32 math can reach
+    tf32_tflops: float | None = None  # TF32 tensor cores, dense: float32 matrix multiplies when TF32 is allowed
+    source: str = ""  # the datasheet these figures come from
 
     @property
     def dtype(self) -> str:
         return "bf16" if has_native_bf16(self.capability) else "fp16"
 
 
-#: most specific first: the first row whose words all appear in the GPU's name is its datasheet
+_H200 = "NVIDIA H200 Tensor Core GPU datasheet (H200 SXM column), https://www.nvidia.com/en-us/data-center/h200/"
+_H100 = "NVIDIA H100 Tensor Core GPU datasheet, https://www.nvidia.com/en-us/data-center/h100/"
+_A100 = ("NVIDIA A100 Tensor Core GPU datasheet, https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/"
+         "a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf")
+_L40S = "NVIDIA L40S datasheet, https://www.nvidia.com/en-us/data-center/l40s/"
+_L4 = "NVIDIA L4 Tensor Core GPU datasheet, https://www.nvidia.com/en-us/data-center/l4/"
+# NVIDIA publishes no datasheet for the A10G (a part made for AWS); its row's two figures predate this column
+_A10G = "no vendor datasheet for the A10G (16-bit and bandwidth figures unsourced; no FP32/TF32 figure)"
+_V100 = ("NVIDIA V100 Tensor Core GPU datasheet (SXM2 column), https://images.nvidia.com/content/technologies/volta/"
+         "pdf/volta-v100-datasheet-update-us-1165301-r5.pdf")
+_T4 = ("NVIDIA T4 Tensor Core GPU datasheet, https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/"
+       "tesla-t4/t4-tensor-core-datasheet-951643.pdf")
+
+#: most specific first: the first row whose words all appear in the GPU's name is its datasheet.
+#: Columns: name words, capability, 16-bit tensor-core TFLOP/s (dense), memory TB/s, FP32 (CUDA cores) TFLOP/s,
+#: TF32 tensor-core TFLOP/s (dense: half the datasheet's "with sparsity" figure), source.
 DATASHEETS: tuple[Datasheet, ...] = (
-    Datasheet(("h200",), (9, 0), 989.0, 4.8),
-    Datasheet(("h100", "pcie"), (9, 0), 756.0, 2.0),
-    Datasheet(("h100",), (9, 0), 989.0, 3.35),  # SXM
-    Datasheet(("a100", "sxm4", "80gb"), (8, 0), 312.0, 2.039),
-    Datasheet(("a100", "80gb"), (8, 0), 312.0, 1.935),  # PCIe
-    Datasheet(("a100",), (8, 0), 312.0, 1.555),  # 40 GB
-    Datasheet(("l40s",), (8, 9), 362.0, 0.864),
-    Datasheet(("l4",), (8, 9), 121.0, 0.3),
-    Datasheet(("a10g",), (8, 6), 70.0, 0.6),
-    Datasheet(("v100",), (7, 0), 125.0, 0.9),
-    Datasheet(("t4",), (7, 5), 65.0, 0.32),
+    Datasheet(("h200",), (9, 0), 989.0, 4.8, 67.0, 494.5, _H200),  # TF32 989* (sparse) / 2
+    Datasheet(("h100", "pcie"), (9, 0), 756.0, 2.0, 51.0, 378.0, _H100),  # PCIe column; TF32 756* / 2
+    Datasheet(("h100",), (9, 0), 989.0, 3.35, 67.0, 494.5, _H100),  # SXM column; TF32 989* / 2
+    Datasheet(("a100", "sxm4", "80gb"), (8, 0), 312.0, 2.039, 19.5, 156.0, _A100),  # TF32 156 dense, 312* sparse
+    Datasheet(("a100", "80gb"), (8, 0), 312.0, 1.935, 19.5, 156.0, _A100),  # PCIe
+    Datasheet(("a100",), (8, 0), 312.0, 1.555, 19.5, 156.0, _A100),  # 40 GB
+    Datasheet(("l40s",), (8, 9), 362.0, 0.864, 91.6, 183.0, _L40S),  # TF32 183 dense, 366* sparse
+    Datasheet(("l4",), (8, 9), 121.0, 0.3, 30.3, 60.0, _L4),  # TF32 120* / 2
+    Datasheet(("a10g",), (8, 6), 70.0, 0.6, None, None, _A10G),  # no vendor FP32/TF32 figure for the A10G
+    Datasheet(("v100",), (7, 0), 125.0, 0.9, 15.7, None, _V100),  # Volta: no TF32
+    Datasheet(("t4",), (7, 5), 65.0, 0.32, 8.1, None, _T4),  # Turing: no TF32
 )
 
 
@@ -199,3 +223,15 @@ def datasheet_bandwidth_tbs(gpu_name: str | None) -> float | None:
 def gemm_flops(m: int, n: int, k: int, batch: int = 1) -> float:
     """Floating-point operations of a (batched) matrix multiply: 2 per multiply-add."""
     return 2.0 * m * n * k * batch
+
+
+def datasheet_fp32_tflops(gpu_name: str | None) -> float | None:
+    """FP32 TFLOP/s on the CUDA cores (no tensor cores) from the vendor's datasheet, or None."""
+    d = datasheet(gpu_name)
+    return d.fp32_tflops if d else None
+
+
+def datasheet_tf32_tflops(gpu_name: str | None) -> float | None:
+    """Dense TF32 tensor-core TFLOP/s from the vendor's datasheet, or None (unlisted GPU, or none: Volta, Turing)."""
+    d = datasheet(gpu_name)
+    return d.tf32_tflops if d else None

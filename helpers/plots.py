@@ -521,3 +521,70 @@ def ranks(traces: Sequence[Trace], shifts_us: Sequence[float], window: tuple[flo
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
     return fig
+
+
+_ROOFLINE_KIND_COLORS = {"gemm": KIND_COLORS[kk.GEMM], "conv": KIND_COLORS[kk.GEMM],
+                         "elementwise": KIND_COLORS[kk.ELEMENTWISE], "reduction": KIND_COLORS[kk.REDUCTION],
+                         "copy": KIND_COLORS[kk.COPY], "fill": KIND_COLORS[kk.FILL]}
+_ROOF_STYLES = ("-", "--", ":")
+
+
+def roofline(r, *, labels: int = 8, title: str = "", ax=None):
+    """The classic log-log roofline of a :class:`helpers.roofline.Roofline`: achieved TFLOP/s against FLOP/byte.
+
+    The roofs (from :mod:`helpers.hardware`, through ``r.peaks``) are lines:
+    the memory roof (bandwidth x intensity) up to each compute peak. Each
+    kernel group is a point, its area in proportion to its GPU time, coloured
+    by kind; the ``labels`` longest are named. Groups that do no arithmetic
+    (copies, fills) have no place on a FLOP/s axis: the legend counts them.
+    """
+    from .roofline import short_name
+
+    plt = _plt()
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(7.5, 5))
+    else:
+        fig = ax.figure
+    drawn = [p for p in r.points if p.flops > 0 and p.achieved_tflops > 0 and math.isfinite(p.intensity)]
+    left_out = len(r.points) - len(drawn)
+    xs = [p.intensity for p in drawn]
+    ys = [p.achieved_tflops for p in drawn]
+    lo_x = min(xs + [0.1]) / 3
+    hi_x = max(xs + [2000.0]) * 30  # room for the labels on the right
+    if r.peaks is not None:
+        bw = r.peaks.bandwidth_tbs
+        for (name, peak), style in zip(sorted(r.peaks.compute_tflops.items(), key=lambda kv: -kv[1]),
+                                       _ROOF_STYLES * 3):
+            ridge = peak / bw
+            ax.plot([lo_x, ridge, hi_x], [lo_x * bw, peak, peak], color="#444", ls=style, lw=1.2,
+                    label=f"{name}: {peak:g} TFLOP/s (ridge {ridge:.0f} FLOP/B)")
+        ax.plot([], [], color="none", label=f"memory: {bw:g} TB/s ({r.peaks.gpu}, datasheet)")
+    else:
+        ax.text(0.02, 0.98, r.note or "no roofs: unknown GPU", transform=ax.transAxes, va="top", fontsize=8)
+    total = max((p.time_us for p in drawn), default=1.0)
+    for kind in dict.fromkeys(p.kind for p in drawn):
+        ps = [p for p in drawn if p.kind == kind]
+        ax.scatter([p.intensity for p in ps], [p.achieved_tflops for p in ps],
+                   s=[20 + 400 * p.time_us / total for p in ps], alpha=0.7,
+                   color=_ROOFLINE_KIND_COLORS.get(kind, KIND_COLORS[kk.OTHER]), edgecolor="k", lw=0.5, label=kind)
+    named: set[str] = set()
+    for p in sorted(drawn, key=lambda p: -p.time_us):
+        text = f"{short_name(p.kernel, 28)} ({p.op.removeprefix('aten::')})"
+        if len(named) >= labels or text in named:
+            continue
+        # alternate above and below: groups of one kernel often sit close together
+        ax.annotate(text, (p.intensity, p.achieved_tflops), textcoords="offset points",
+                    xytext=(6, 5 if len(named) % 2 == 0 else -11), fontsize=7)
+        named.add(text)
+    if left_out:
+        ax.plot([], [], color="none", label=f"{left_out} copy/fill group(s): 0 FLOPs, not drawn")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo_x, hi_x)
+    ax.set_xlabel("arithmetic intensity (FLOP per byte)")
+    ax.set_ylabel("achieved TFLOP/s")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7, loc="lower right")
+    ax.set_title(title or f"roofline: {r.gpu or 'no GPU named'} (near = {r.near:.0%} of the roof)", fontsize=10)
+    fig.tight_layout()
+    return fig

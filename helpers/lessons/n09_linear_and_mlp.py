@@ -4,6 +4,7 @@ what the fusion saves, and whether the time saved follows the bytes saved."""
 from __future__ import annotations
 
 from .. import article, facts, gpu_calls, hardware, measure, plots, show, spoilers, widgets
+from .. import roofline as roofline_mod
 from .. import kernel_kinds as kk
 from ..measure import Spread
 from ..mode import environment
@@ -341,3 +342,56 @@ def exercise_hidden(m_e) -> None:
     widgets.exercise("a wider MLP",
                      "With a hidden size of 6144 instead of 3072, how many bytes per call will the fusion save? Work "
                      "it out from the shapes, then ask for the solution.", solution)
+
+
+# --- the roofline -------------------------------------------------------------------------------------------
+
+
+def _roof_phrase(p) -> str:
+    """'`aten::mm` [[8192,768],[768,3072]] (... TFLOP/s at ... FLOP/byte: ...% of the ... roof there)'."""
+    if p.bound == roofline_mod.MEMORY_BOUND:
+        got, roof = f"{p.achieved_tbs:.3g} TB/s", "the memory roof"
+    else:
+        got = f"{p.achieved_tflops:.3g} TFLOP/s"
+        roof = f"the {p.roof} roof" if p.bound == roofline_mod.COMPUTE_BOUND else "the roof"
+    return f"<code>{p.op}</code> {p.shape} ({got} at {p.intensity:.3g} FLOP/byte: {p.of_roof:.0%} of {roof} there)"
+
+
+def roofline_sentences(r) -> list[str]:
+    """One sentence per bound (compute, memory, far below both) naming the groups there, computed from ``r``."""
+    if not r.points:
+        return [r.note or "Nothing here could be sized."]
+    if r.peaks is None:
+        return [r.note or "No roofs for this GPU."]
+    out = []
+    for bound, where in ((roofline_mod.COMPUTE_BOUND, "Near the compute roof"),
+                         (roofline_mod.MEMORY_BOUND, "Near the memory roof"),
+                         (roofline_mod.FAR_BELOW, "Far below both roofs")):
+        ps = [p for p in r.points if p.bound == bound]
+        if ps:
+            out.append(f"{where}: " + "; ".join(_roof_phrase(p) for p in ps) + ".")
+    return out
+
+
+def roofline(m_e, lin) -> None:
+    """The eager MLP's kernels on the GPU's roofline (and the small Linear's), with sentences computed from them."""
+    r = roofline_mod.roofline(m_e.trace)
+    if not r.points:
+        show.md(f"The MLP's trace gives no roofline: {r.note}")
+        return
+    show.display_figure(plots.roofline(r, title=f"the eager MLP's kernels on the roofline of {r.gpu}"))
+    if r.peaks is not None:
+        show.md(f"The roofs are the datasheet's ({r.peaks.source}); a kernel is *near* a roof when it reaches at "
+                f"least {r.near:.0%} of the roof at its own FLOP per byte.")
+    show.md(" ".join(roofline_sentences(r)))
+    small = roofline_mod.roofline(lin.trace)
+    gemms = [p for p in small.points if p.kind == "gemm"]
+    if gemms and small.peaks is not None:
+        p = gemms[0]
+        where = {roofline_mod.COMPUTE_BOUND: "near the compute roof", roofline_mod.MEMORY_BOUND: "near the memory roof",
+                 roofline_mod.FAR_BELOW: "far below both roofs"}[p.bound]
+        show.md(f"The single Linear of the first section is another story: its GEMM {p.shape} reaches "
+                f"{p.achieved_tflops:.3g} TFLOP/s, {p.of_roof:.0%} of the roof at its {p.intensity:.3g} FLOP/byte: "
+                f"{where}. " + ("A hypothesis the roofline cannot prove alone: at this size a kernel ends before it "
+                                "can keep the GPU busy, so its time goes to starting and finishing, not to "
+                                "arithmetic or memory." if p.bound == roofline_mod.FAR_BELOW else ""))
