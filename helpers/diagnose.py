@@ -54,10 +54,10 @@ class Finding:
 
     @property
     def amount(self) -> str:
-        """'62% of the recorded steps (GPU idle)', or '' when the finding cannot size itself."""
+        """'62% of the recorded window: the GPU idle', or '' when the finding cannot size itself."""
         if self.share is None:
             return ""
-        return f"{self.share:.0%} of {self.base}" + (f" ({self.of})" if self.of else "")
+        return f"{self.share:.0%} of {self.base}" + (f": {self.of}" if self.of else "")
 
     def text(self) -> str:
         lines = [f"[{self.severity}] {self.title}  ({self.rule}; notebook {self.notebook})"]
