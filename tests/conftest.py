@@ -115,3 +115,35 @@ def reader_without_msgspec() -> ModuleType:
                 sys.modules["msgspec"] = saved
         assert _without_msgspec.PARSER == "json"
     return _without_msgspec
+
+
+# --- the simulated GPUs' notebook runs: started at collection, waited for last ---------------------------
+
+sim_runs_key = pytest.StashKey()
+_SIMULATED = "test_notebook_on_a_simulated_gpu"
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Put the tests that wait for simulated notebook runs last, and start those runs now on one worker.
+
+    The rest of the suite runs on one core; the runs (a kernel process each) use the other meanwhile, instead of
+    starting when their tests come up in alphabetical order and leaving a core idle until then.
+    """
+    waiting = [it for it in items if getattr(it, "originalname", None) == _SIMULATED]
+    if not waiting:
+        return
+    items[:] = [it for it in items if getattr(it, "originalname", None) != _SIMULATED] + waiting
+    if config.getoption("collectonly", False):
+        return
+    import tempfile
+
+    import simulated_gpu as sim
+
+    wanted = [(it.callspec.params["gpu"], it.callspec.params["path"]) for it in waiting]
+    config.stash[sim_runs_key] = sim.Runs(wanted, Path(tempfile.mkdtemp(prefix="simulated-gpus-")), workers=1)
+
+
+def pytest_unconfigure(config):
+    runs = config.stash.get(sim_runs_key, None)
+    if runs is not None:
+        runs.close()

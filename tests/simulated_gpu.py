@@ -571,3 +571,68 @@ def _main(argv: list[str]) -> None:
 
 if __name__ == "__main__":
     _main(sys.argv[1:])
+
+
+class Runs:
+    """Simulated notebook runs, started ahead in the order the tests will ask for them, on worker threads.
+
+    The session starts them with one worker as soon as the tests are collected, so that the runs use the second
+    core while the rest of the suite runs on the first; :meth:`widen` adds a worker when the tests that wait for
+    them begin (they run last: tests/conftest.py orders them so).
+    """
+
+    def __init__(self, wanted: list[tuple[str, Path]], base: Path, workers: int = 1):
+        import queue
+        import threading
+        from concurrent.futures import Future
+
+        self._Future, self._threading = Future, threading
+        self._base = base
+        self._queue: "queue.Queue" = queue.Queue()
+        self._futures: dict = {}
+        self._threads: list = []
+        for key in wanted:
+            self._add(key)
+        self.widen(workers)
+
+    def _add(self, key: tuple[str, Path]):
+        if key not in self._futures:
+            self._futures[key] = self._Future()
+            self._queue.put(key)
+        return self._futures[key]
+
+    def _work(self) -> None:
+        while True:
+            key = self._queue.get()
+            if key is None:
+                return
+            fut = self._futures[key]
+            if not fut.set_running_or_notify_cancel():
+                continue
+            gpu, path = key
+            try:
+                fut.set_result(run_notebook(path, GPUS[gpu], self._base / gpu / path.stem))
+            except BaseException as e:  # the test that asks for this run reports it
+                fut.set_exception(e)
+
+    def widen(self, workers: int = 1) -> None:
+        """Start ``workers`` more worker threads."""
+        for _ in range(workers):
+            t = self._threading.Thread(target=self._work, daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    @property
+    def workers(self) -> int:
+        return len(self._threads)
+
+    def get(self, gpu: str, path: Path) -> NotebookRun:
+        return self._add((gpu, path)).result()
+
+    def close(self) -> None:
+        for fut in self._futures.values():
+            fut.cancel()
+        for _ in self._threads:
+            self._queue.put(None)
+        for t in self._threads:
+            t.join()

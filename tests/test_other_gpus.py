@@ -26,12 +26,12 @@ the branch's report.
 from __future__ import annotations
 
 import re
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 import simulated_gpu as sim
+from conftest import sim_runs_key
 from simulated_gpu import GPUS, NotebookRun
 
 NOTEBOOKS = sim.notebook_paths()
@@ -90,39 +90,22 @@ CASES = ([("T4", p) for p in NOTEBOOKS]
          + [(g, p) for g in ("L4", "A100") for p in NOTEBOOKS if depends_on_the_gpu(p)])
 
 
-class _Runs:
-    """Notebook runs started ahead, two kernels at a time, in the order the tests will ask for them."""
-
-    def __init__(self, wanted: list[tuple[str, Path]], base: Path, workers: int):
-        self._pool = ThreadPoolExecutor(max_workers=workers)
-        self._base = base
-        self._futures: dict[tuple[str, Path], Future] = {}
-        for key in wanted:
-            self._submit(key)
-
-    def _submit(self, key: tuple[str, Path]) -> Future:
-        if key not in self._futures:
-            gpu, path = key
-            self._futures[key] = self._pool.submit(sim.run_notebook, path, GPUS[gpu], self._base / gpu / path.stem)
-        return self._futures[key]
-
-    def get(self, gpu: str, path: Path) -> NotebookRun:
-        return self._submit((gpu, path)).result()
-
-    def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
-
-
 @pytest.fixture(scope="session")
-def simulated_runs(request, tmp_path_factory):
-    """Every simulated run this session's tests ask for, started at once on up to two workers (two cores)."""
+def simulated_runs(request):
+    """The runs the session started after collection (tests/conftest.py), now on up to two workers (two cores)."""
     import os
 
-    wanted = [(item.callspec.params["gpu"], item.callspec.params["path"]) for item in request.session.items
-              if getattr(item, "originalname", None) == "test_notebook_on_a_simulated_gpu"]
-    runs = _Runs(wanted, tmp_path_factory.mktemp("simulated-gpus"), workers=min(2, os.cpu_count() or 1))
+    runs = request.config.stash.get(sim_runs_key, None)
+    if runs is None:  # run without the conftest's hook (a lone test): start them now
+        import tempfile
+
+        wanted = [(item.callspec.params["gpu"], item.callspec.params["path"]) for item in request.session.items
+                  if getattr(item, "originalname", None) == "test_notebook_on_a_simulated_gpu"]
+        runs = sim.Runs(wanted, Path(tempfile.mkdtemp(prefix="simulated-gpus-")), workers=1)
+        request.config.stash[sim_runs_key] = runs
+    if runs.workers < min(2, os.cpu_count() or 1):
+        runs.widen(1)  # the rest of the suite is done: the second core is free
     yield runs
-    runs.close()
 
 
 def problems(run: NotebookRun, gpu: sim.SimulatedGPU) -> list[str]:
