@@ -8,6 +8,7 @@ what to try. Like the facts it builds on, this module imports no torch.
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
@@ -283,31 +284,41 @@ def _buffer_request(c: Context) -> Finding | None:
                    "recorded steps")
 
 
-def _like_with_like(t: Trace, j: int) -> tuple:
-    """What makes two launches of a kernel the same work: its grid and block, and its op's input shapes and types."""
-    a = t.args.get(j, {})
+def _op_of(t: Trace, j: int) -> int:
+    """The innermost ATen op around the launch of kernel ``j``, or -1."""
     i = t.launch_of(j)
-    op = next((p for p in t.ancestors(i) if t.group_of(p) == CPU_OP), -1) if i >= 0 else -1
-    oa = t.args.get(op, {}) if op >= 0 else {}
-    return (str(a.get("grid")), str(a.get("block")), str(oa.get("Input Dims")), str(oa.get("Input type")))
+    return next((p for p in t.ancestors(i) if t.group_of(p) == CPU_OP), -1) if i >= 0 else -1
 
 
 def _variance(c: Context) -> Finding | None:
-    """Launches of the same kernel doing the same work (same name, grid, block and input shapes) that differ in time.
+    """Launches of the same kernel doing the same work (same name, grid, block and op input shapes and types) that
+    differ in time. The reader keeps no op shapes: they are read again from the file, for the candidates only.
 
     Collectives are left out: their time holds the wait for other ranks, not a kernel's own variance.
     """
     t = c.trace
-    worst = None
+    candidates = []
     for k in c.summary.kernels:
         if k.kind in (kk.COPY, kk.FILL, kk.COLLECTIVE):  # copies vary with what they copy from (pageable memory...)
             continue
-        if k.count < 5 or k.median_us < 5 or k.max_us <= 1.1 * k.median_us:
-            continue
+        if k.count >= 5 and k.median_us >= 5 and k.max_us > 1.1 * k.median_us:
+            candidates.append((k, [j for j in t.indices(name=k.name) if t.is_gpu(j)]))
+    if not candidates:
+        return None
+    ops = {j: _op_of(t, j) for _, js in candidates for j in js}
+    from .roofline import op_shapes  # the analysis that reads op shapes; it imports nothing of this module
+
+    shapes = op_shapes(t, sorted({o for o in ops.values() if o >= 0}))
+    no_shapes = shapes if isinstance(shapes, str) else None
+    worst = None
+    for k, js in candidates:
         groups: dict[tuple, list[float]] = {}
-        for j in t.indices(name=k.name):
-            if t.is_gpu(j):
-                groups.setdefault(_like_with_like(t, j), []).append(t.dur[j])
+        for j in js:
+            a = t.args.get(j, {})
+            s = None if no_shapes else shapes.get(ops[j])
+            key = (str(a.get("grid")), str(a.get("block")),
+                   None if s is None else json.dumps(s.dims), None if s is None else json.dumps(s.types))
+            groups.setdefault(key, []).append(t.dur[j])
         for key, durs in groups.items():
             if len(durs) < 5:
                 continue
@@ -321,10 +332,13 @@ def _variance(c: Context) -> Finding | None:
         return None
     spread, k, key, durs, med = worst
     grid, block, dims, _types = key
-    same = [f"grid {grid}, block {block}" if grid != "None" else "",
-            f"inputs {dims}" if dims != "None" else "the same op (the trace has no input shapes)"]
-    ev = [f"{len(durs)} x {short(k.name, 60)} with the same " + ", ".join(x for x in same if x)
+    same = ([f"grid {grid}, block {block}"] if grid != "None" else []) + \
+        ([f"inputs {dims}"] if dims is not None else [])
+    ev = [f"{len(durs)} x {short(k.name, 60)} with the same " + (", ".join(same) or "name")
           + f": median {us(med)}, min {us(min(durs))}, max {us(max(durs))} (+{spread:.0%} over the median)"]
+    if dims is None:
+        ev.append("their ops' input shapes could not be compared: " + (no_shapes or "no Input Dims for these ops")
+                  .removeprefix("not sized: "))
     if len(durs) < k.count:
         ev.append(f"compared only with each other: the trace holds {k.count} launches of that name in all, "
                   "some doing other work (another grid or other shapes)")

@@ -403,6 +403,24 @@ def _op_shapes(trace: Trace, wanted: set[tuple[str, float]]) -> _Shapes | str:
     return result
 
 
+def op_shapes(trace: Trace, ops: list[int]) -> dict[int, Shapes] | str:
+    """Each of these op events' recorded shapes (Input Dims, Input type, Concrete Inputs), read again from the
+    trace's file; or a sentence saying why there are none (no shapes recorded, a pipe, an unreadable file)."""
+    found = _op_shapes(trace, {(trace.name_of(op), trace.ts[op]) for op in ops})
+    if isinstance(found, str):
+        return found
+    out: dict[int, Shapes] = {}
+    for op in ops:
+        recs = found.get((trace.name_of(op), trace.ts[op]))
+        if not recs:
+            continue
+        if len(recs) > 1:
+            tid = trace.lanes[trace.lane[op]].tid
+            recs = [f for f in recs if f[0] == tid] or recs
+        out[op] = recs[0][1].shapes()
+    return out
+
+
 # --- sizing one op call --------------------------------------------------------------------------
 
 
