@@ -41,15 +41,14 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from itertools import filterfalse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from . import facts, vector
 from .text import short, us
+from .findings import ISSUE, NOTE_BELOW, Context, Finding, rank
 from .spans import clipped
 from .trace import Trace, TraceError, read_trace
 
-if TYPE_CHECKING:
-    from .diagnose import Context, Finding
 
 #: exposed collective time over GPU busy time at or above which a rank is communication-bound
 COMMUNICATION_BOUND_SHARE = 0.5
@@ -624,9 +623,7 @@ def ranks_text(r: Ranks, top: int = 10) -> str:
 _DDP = "https://pytorch.org/docs/stable/notes/ddp.html"
 
 
-def _finding(*args: Any) -> "Finding":
-    from .diagnose import Finding
-
+def _finding(*args: Any) -> Finding:
     return Finding(*args)
 
 
@@ -641,7 +638,6 @@ def _communication_bound(rows: list[RankRow], folder: bool = True,
                          straggler: "Straggler | None" = None) -> "Finding | None":
     """Ranks whose exposed collective time is a large share of their GPU time; with a straggler named, what remains
     of that time once it is fixed (the exposed time beyond each rank's wait for the straggler)."""
-    from .diagnose import ISSUE
 
     bound = [x for x in rows if x.verdict == COMMUNICATION_BOUND]
     if not bound:
@@ -670,7 +666,6 @@ def _communication_bound(rows: list[RankRow], folder: bool = True,
 
 
 def _low_overlap(rows: list[RankRow]) -> "Finding | None":
-    from .diagnose import ISSUE
 
     low = [x for x in rows if x.overlap_pct is not None and x.overlap_pct < LOW_OVERLAP_PCT
            and x.gpu_busy_us > 0 and x.exposed_us >= MINOR_SHARE * x.gpu_busy_us]
@@ -688,7 +683,6 @@ def _low_overlap(rows: list[RankRow]) -> "Finding | None":
 
 
 def _straggler(r: Ranks) -> "Finding | None":
-    from .diagnose import ISSUE
 
     s = r.straggler
     if s.rank is None:
@@ -717,7 +711,6 @@ def _straggler(r: Ranks) -> "Finding | None":
 
 def diagnose_ranks(r: Ranks) -> list["Finding"]:
     """The distributed rules on a folder's ranks: a straggler first, then what remains once it is fixed."""
-    from .diagnose import NOTE_BELOW, rank
 
     lead = _straggler(r)
     rest = [f for f in (_communication_bound(r.ranks, straggler=r.straggler), _low_overlap(r.ranks)) if f is not None]

@@ -17,7 +17,7 @@ import itertools
 import math
 from typing import Any
 
-from .workload import KINDS, Kind, Params, Workload, _halve, _make
+from .workload_core import KINDS, Kind, Params, Workload, _halve, _make
 
 PRECISIONS = ("fp32", "tf32", "amp")
 OPTIMIZERS = ("foreach", "fused", "loop")

@@ -14,7 +14,8 @@ import pytest
 
 from conftest import EXTERNAL, H200, ROOT
 from helpers import facts
-from helpers.diagnose import CAUSES_OF_IDLE, GPU_SIDE, ISSUE, NOTE, NOTE_BELOW, diagnose, first_line, text
+from helpers.diagnose import diagnose, first_line, text
+from helpers.findings import CAUSES_OF_IDLE, GPU_SIDE, ISSUE, NOTE, NOTE_BELOW
 from helpers.distributed import diagnose_ranks, read_ranks
 from helpers.trace import read_trace
 
