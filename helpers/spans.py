@@ -7,10 +7,20 @@ import gc
 from array import array
 from contextlib import contextmanager
 from operator import add
-from typing import TYPE_CHECKING, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Protocol
 
-if TYPE_CHECKING:
-    from .trace import Trace
+
+class EventColumns(Protocol):
+    """What the span and vector functions read of a trace: its event columns (:class:`helpers.trace.Trace` has
+    them). A structural type, so that these modules, below the reader, need not import it."""
+
+    ts: Any  # start of each event, microseconds from the trace's origin
+    dur: Any  # its duration
+    lane: Any  # its lane (a thread or a GPU stream), an index into the trace's lanes
+    cat_id: Any  # its category, an index into the trace's categories
+    memo: dict  # what the facts computed once for this trace
+
+    def by_lane(self, idx: list[int]) -> dict[int, list[int]]: ...
 
 
 @contextmanager
@@ -25,7 +35,7 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def lane_spans(trace: "Trace", idx: Iterable[int]) -> list[tuple[float, float]]:
+def lane_spans(trace: "EventColumns", idx: Iterable[int]) -> list[tuple[float, float]]:
     """Merged [start, end) intervals covered by these events."""
     ts, dur = trace.ts, trace.dur
     idx = idx if isinstance(idx, (list, array)) else list(idx)

@@ -14,24 +14,21 @@ from __future__ import annotations
 from array import array
 from itertools import compress
 from operator import add, and_
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .spans import EventColumns, lane_spans
 from .spans import intersection_us as _intersection_plain
-from .spans import lane_spans
 
 try:
     import numpy as np
 except ImportError:  # pragma: no cover - the plain path is tested with NUMPY switched off
     np = None  # type: ignore[assignment]
 
-if TYPE_CHECKING:
-    from .trace import Trace
-
 NUMPY = np is not None  # tests switch it off to check the plain path against the numpy one
 SMALL = 4096  # events: up to this many, plain Python is as quick (tests set 0 to send everything to numpy)
 
 
-def _views(trace: "Trace") -> Any:
+def _views(trace: "EventColumns") -> Any:
     """numpy views of the trace's columns (no copies), made once."""
     v = trace.memo.get("numpy views")
     if v is None:
@@ -44,7 +41,7 @@ def _views(trace: "Trace") -> Any:
     return v
 
 
-def select(trace: "Trace", cat_flags: list[bool], lane_flags: list[bool]) -> array:
+def select(trace: "EventColumns", cat_flags: list[bool], lane_flags: list[bool]) -> array:
     """Indices (ascending) of the events whose category and lane both have their flag set."""
     n = len(trace.ts)
     if not n or not any(cat_flags) or not any(lane_flags):
@@ -61,7 +58,7 @@ def select(trace: "Trace", cat_flags: list[bool], lane_flags: list[bool]) -> arr
     return array("l", compress(range(n), flags))
 
 
-def max_end(trace: "Trace") -> float:
+def max_end(trace: "EventColumns") -> float:
     """The latest end (start + duration) of any event; the trace must have events."""
     if NUMPY:
         v = _views(trace)
@@ -69,7 +66,7 @@ def max_end(trace: "Trace") -> float:
     return max(map(add, trace.ts, trace.dur))
 
 
-def covered_us(trace: "Trace", idx: list[int]) -> float:
+def covered_us(trace: "EventColumns", idx: list[int]) -> float:
     """The time covered by these events on each lane (merged [start, end) spans), summed over the lanes.
 
     Each lane's spans are merged as :func:`helpers.spans.lane_spans` merges
@@ -91,7 +88,7 @@ def covered_us(trace: "Trace", idx: list[int]) -> float:
     return sum(lengths)
 
 
-def by_start(trace: "Trace", idx: list[int]) -> tuple[list[int], list[float]]:
+def by_start(trace: "EventColumns", idx: list[int]) -> tuple[list[int], list[float]]:
     """``idx`` sorted by start time (events that start together keep their order in ``idx``), and their starts."""
     if NUMPY and len(idx) > SMALL:
         ix = np.asarray(idx, dtype=np.int64)
@@ -123,7 +120,7 @@ def shifted(values: array, by: float) -> array:
     return out
 
 
-def by_code(trace: "Trace", idx: list[int], column: str) -> dict[int, list[int]]:
+def by_code(trace: "EventColumns", idx: list[int], column: str) -> dict[int, list[int]]:
     """``idx`` split by the code each event has in ``column`` ("lane" or "name_id"): code -> its events in the
     order of ``idx``, codes ascending."""
     values = getattr(trace, column)
@@ -152,7 +149,7 @@ def by_code(trace: "Trace", idx: list[int], column: str) -> dict[int, list[int]]
     return dict(sorted(out.items()))
 
 
-def spans(trace: "Trace", idx: list[int]) -> list[tuple[float, float]]:
+def spans(trace: "EventColumns", idx: list[int]) -> list[tuple[float, float]]:
     """The merged [start, end) spans these events cover, as :func:`helpers.spans.lane_spans` gives them."""
     if not NUMPY or len(idx) <= SMALL:
         return lane_spans(trace, idx)
@@ -171,7 +168,7 @@ def _merged(v: dict, ix: Any) -> tuple[Any, Any]:
     return np.concatenate((s[:1], s[cut + 1])), np.concatenate((reach[cut], reach[-1:]))
 
 
-def visit_order(trace: "Trace", lane: int) -> tuple[Any, Any, Any]:
+def visit_order(trace: "EventColumns", lane: int) -> tuple[Any, Any, Any]:
     """A CPU lane's events in the order the nesting visits them (start, longer first, file order), their ends
     (start + duration), and each event's place in that order (-1 for other lanes' events not asked for yet).
     numpy only; kept on the trace."""
@@ -207,7 +204,7 @@ def intersection_us(a: list[tuple[float, float]], b: list[tuple[float, float]]) 
     return sum(overlap[overlap > 0].tolist())
 
 
-def nest_parent(trace: "Trace", lane: int, i: int) -> int:
+def nest_parent(trace: "EventColumns", lane: int, i: int) -> int:
     """The last event of ``lane`` visited before ``i`` (see :func:`visit_order`) that ends no earlier than ``i``
     does, less 1 ns, or -1: :meth:`helpers.trace.Trace.parent` for one event (numpy only)."""
     ids, ends, pos = visit_order(trace, lane)
