@@ -34,8 +34,11 @@ lab: $(STAMP)
 	cd notebooks && ../$(VENV)/bin/jupyter lab --port=$(PORT) $(ROOTFLAG) 00_before_we_start.ipynb
 
 # Recorded mode and default answers: what CI checks, the same on every machine.
+# The two suites side by side: the notebooks' kernels run on one core while the unit tests use the other
+# (--output-sync prints each suite's output whole, when it ends). The quiet IPython profile is written once first.
 test: $(STAMP)
-	$(MAKE) --no-print-directory test-unit test-notebooks
+	@$(PY) -m helpers.lab_setup --quiet-profile .cache/ipython
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-unit test-notebooks
 
 # HYPOTHESIS_PROFILE=ci: the property tests run the same examples every time (tests/conftest.py).
 # IPYTHONDIR: the kernels the tests start log errors only (helpers/lab_setup.py says why)

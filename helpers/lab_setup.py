@@ -17,6 +17,7 @@ local TCP ports are unencrypted, which is how every Jupyter front end talks to a
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -51,7 +52,12 @@ def quiet_profile(ipython_dir: str | Path) -> Path:
     """An IPython directory whose kernels log errors only (point ``IPYTHONDIR`` at it); returns it."""
     cfg = Path(ipython_dir, "profile_default", "ipython_kernel_config.py")
     cfg.parent.mkdir(parents=True, exist_ok=True)
-    cfg.write_text(QUIET_KERNEL_CONFIG)
+    if not cfg.exists() or cfg.read_text() != QUIET_KERNEL_CONFIG:
+        # written whole, then renamed: make test runs two suites at once, and a kernel starting in one must never
+        # read the file half-written by the other
+        tmp = cfg.with_name(f"{cfg.name}.{os.getpid()}.tmp")
+        tmp.write_text(QUIET_KERNEL_CONFIG)
+        os.replace(tmp, cfg)
     return Path(ipython_dir)
 
 
