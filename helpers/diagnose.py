@@ -31,7 +31,6 @@ def _balance(c: Context) -> Finding | None:
     evidence = [f"self CPU time {us(b.self_cpu_us)}, GPU time {us(b.device_us)} ({b.ratio:.1%} of the CPU time)",
                 f"GPU busy {us(b.gpu_busy_us)} of the {us(b.window_us)} window"
                 + (f" ({b.gpu_busy_share:.1%})" if b.gpu_busy_share is not None else "")]
-    window = "the recorded window"
     if b.verdict == facts.CPU_BOUND:
         k = c.summary.kinds
         n = sum(x.count for x in k)
@@ -47,19 +46,15 @@ def _balance(c: Context) -> Finding | None:
                             "(see input-bound): much of that CPU time is spent preparing data, not launching work")
             advice = ("feed the GPU first (see input-bound: DataLoader workers, pinned memory); fewer or larger "
                       "launches only matter once the input no longer sets the pace")
-        f = Finding("cpu-bound", "CPU-bound: the GPU waits for the CPU", ISSUE, evidence, advice)
-        if b.gpu_idle_share is not None:
-            f.share, f.of, f.base = b.gpu_idle_share, "the GPU idle", window
-        return f
+        return c.sized(Finding("cpu-bound", "CPU-bound: the GPU waits for the CPU", ISSUE, evidence, advice),
+                       b.window_us - b.gpu_busy_us, "the GPU idle")
     if b.gpu_idle_share is not None and b.gpu_idle_share >= IDLE_NOTE:
         evidence.append(f"yet the GPU was idle for {b.gpu_idle_share:.0%} of the window: by the totals the GPU sets "
                         "the pace, but part of the time it waits (the other findings may say for what)")
-    f = Finding("gpu-bound", "GPU-bound: the GPU's kernels set the pace", NOTE, evidence,
-                "look at the longest kernels: how near each comes to the GPU's peaks (the roofline in summarize), "
-                "then kernel choice, dtype, shapes, fusion; the CPU side is not what holds this run back")
-    if b.gpu_busy_share is not None:
-        f.share, f.of, f.base = b.gpu_busy_share, "the GPU busy", window
-    return f
+    return c.sized(Finding("gpu-bound", "GPU-bound: the GPU's kernels set the pace", NOTE, evidence,
+                           "look at the longest kernels: how near each comes to the GPU's peaks (the roofline in "
+                           "summarize), then kernel choice, dtype, shapes, fusion; the CPU side is not what holds "
+                           "this run back"), b.gpu_busy_us, "the GPU busy")
 
 
 def _in_collectives(c: Context) -> Finding | None:
@@ -74,14 +69,11 @@ def _in_collectives(c: Context) -> Finding | None:
           "the slowest rank as well as the transfer, and one rank's trace cannot tell them apart",
           f"so no CPU- or GPU-bound verdict: this rank's own balance (GPU time {b.ratio:.0%} of its CPU time, "
           "collectives left out) is not what sets its pace"]
-    f = Finding("inside-collectives", "Inside collectives: this rank's GPU mostly waits for the other ranks or the "
-                "network", ISSUE, ev,
-                "diagnose the folder of every rank's trace (python -m helpers diagnose FOLDER): it names the rank the "
-                "others wait for, if any, and what remains once it is fixed")
-    if b.window_us > 0:
-        f.share, f.of, f.base = b.collective_exposed_us / b.window_us, "collectives with nothing beside them", \
-            "the recorded window"
-    return f
+    return c.sized(Finding("inside-collectives", "Inside collectives: this rank's GPU mostly waits for the other "
+                           "ranks or the network", ISSUE, ev,
+                           "diagnose the folder of every rank's trace (python -m helpers diagnose FOLDER): it names "
+                           "the rank the others wait for, if any, and what remains once it is fixed"),
+                   b.collective_exposed_us, "collectives with nothing beside them")
 
 
 def _cold_start(c: Context) -> Finding | None:

@@ -627,11 +627,7 @@ def _finding(*args: Any) -> Finding:
     return Finding(*args)
 
 
-def _sized(f: "Finding", spent_us: float, window_us: float) -> "Finding":
-    """``f`` with the share of a rank's recorded window that ``spent_us`` is."""
-    if window_us > 0:
-        f.share, f.of, f.base = min(max(spent_us / window_us, 0.0), 1.0), f.of or "", "the rank's recorded window"
-    return f
+_RANK_WINDOW = "the rank's recorded window"
 
 
 def _communication_bound(rows: list[RankRow], folder: bool = True,
@@ -661,8 +657,9 @@ def _communication_bound(rows: list[RankRow], folder: bool = True,
                  + "overlap collectives with compute (DDP launches each bucket's all-reduce during the backward "
                  f"pass: {_DDP}); send fewer or larger messages")
     worst = max(bound, key=lambda x: remains[x.rank] if named else x.exposed_us)
-    f.of = "collective time with no compute beside it" + (", beyond the wait for the straggler" if named else "")
-    return _sized(f, remains[worst.rank] if named else worst.exposed_us, worst.window_us)
+    return f.size(remains[worst.rank] if named else worst.exposed_us, worst.window_us,
+                  "collective time with no compute beside it" + (", beyond the wait for the straggler" if named else ""),
+                  _RANK_WINDOW)
 
 
 def _low_overlap(rows: list[RankRow]) -> "Finding | None":
@@ -678,8 +675,7 @@ def _low_overlap(rows: list[RankRow]) -> "Finding | None":
                  f"possible; DDP's gradient buckets, bucket_cap_mb: {_DDP}) and check that they run on their own "
                  "stream")
     worst = max(low, key=lambda x: x.exposed_us)
-    f.of = "collective time with no compute beside it"
-    return _sized(f, worst.exposed_us, worst.window_us)
+    return f.size(worst.exposed_us, worst.window_us, "collective time with no compute beside it", _RANK_WINDOW)
 
 
 def _straggler(r: Ranks) -> "Finding | None":
@@ -705,8 +701,7 @@ def _straggler(r: Ranks) -> "Finding | None":
     if not waiting:
         return f
     worst = max(waiting, key=lambda x: x.wait_us or 0.0)
-    f.of = f"rank {worst.rank} waiting for rank {s.rank}"
-    return _sized(f, worst.wait_us or 0.0, worst.window_us)
+    return f.size(worst.wait_us or 0.0, worst.window_us, f"rank {worst.rank} waiting for rank {s.rank}", _RANK_WINDOW)
 
 
 def diagnose_ranks(r: Ranks) -> list["Finding"]:

@@ -42,6 +42,13 @@ class Finding:
         if not self.notebook:
             self.notebook = rulebook.notebook_of(self.rule)
 
+    def size(self, spent_us: float, whole_us: float, of: str, base: str) -> "Finding":
+        """This finding, accounting for ``spent_us`` of ``whole_us`` (``of`` says what that time is, ``base`` what
+        the whole is); unchanged when the whole is empty."""
+        if whole_us > 0:
+            self.share, self.of, self.base = min(max(spent_us / whole_us, 0.0), 1.0), of, base
+        return self
+
     @property
     def amount(self) -> str:
         """'62% of the recorded window: the GPU idle', or '' when the finding cannot size itself."""
@@ -85,9 +92,7 @@ class Context:
 
     def sized(self, f: "Finding", spent_us: float | None, of: str) -> "Finding":
         """``f`` with the share of the base that ``spent_us`` is (None: the finding cannot size itself)."""
-        if spent_us is not None and self.base_us > 0:
-            f.share, f.of, f.base = min(max(spent_us / self.base_us, 0.0), 1.0), of, self.base
-        return f
+        return f if spent_us is None else f.size(spent_us, self.base_us, of, self.base)
 
 
 Rule = Callable[[Context], "Finding | None"]

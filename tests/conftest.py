@@ -120,7 +120,10 @@ def reader_without_msgspec() -> ModuleType:
 # --- the simulated GPUs' notebook runs: started at collection, waited for last ---------------------------
 
 sim_runs_key = pytest.StashKey()
-_SIMULATED = "test_notebook_on_a_simulated_gpu"
+
+
+def _simulated(item) -> bool:
+    return getattr(item, "originalname", None) == "test_notebook_on_a_simulated_gpu"
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -129,18 +132,14 @@ def pytest_collection_modifyitems(session, config, items):
     The rest of the suite runs on one core; the runs (a kernel process each) use the other meanwhile, instead of
     starting when their tests come up in alphabetical order and leaving a core idle until then.
     """
-    waiting = [it for it in items if getattr(it, "originalname", None) == _SIMULATED]
+    waiting = [it for it in items if _simulated(it)]
     if not waiting:
         return
-    items[:] = [it for it in items if getattr(it, "originalname", None) != _SIMULATED] + waiting
-    if config.getoption("collectonly", False):
-        return
-    import tempfile
+    items[:] = [it for it in items if not _simulated(it)] + waiting
+    if not config.getoption("collectonly", False):
+        import simulated_gpu as sim
 
-    import simulated_gpu as sim
-
-    wanted = [(it.callspec.params["gpu"], it.callspec.params["path"]) for it in waiting]
-    config.stash[sim_runs_key] = sim.Runs(wanted, Path(tempfile.mkdtemp(prefix="simulated-gpus-")), workers=1)
+        config.stash[sim_runs_key] = sim.start_runs(waiting)
 
 
 def pytest_unconfigure(config):

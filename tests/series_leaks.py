@@ -63,10 +63,12 @@ def _excuse_coincidences(leaks: list[Leak], ran: set[str]) -> tuple[list[Leak], 
         return (leak.qid == entry["question"] and leak.fact == entry["form"]
                 and leak.where.split(" cell ")[0] == entry["shown_in"])
 
+    def checkable(entry: dict) -> bool:  # both notebooks ran: where it is shown, and where it is asked
+        asked_in = entry["question"].split(".")[0] + "_"
+        return entry["shown_in"] in ran and any(n.startswith(asked_in) for n in ran)
+
     kept = [x for x in leaks if not any(matches(e, x) for e in reviewed)]
-    stale = [e for e in reviewed if e["shown_in"] in ran and any(n.startswith(e["question"].split(".")[0] + "_")
-                                                                   for n in ran)
-             and not any(matches(e, x) for x in leaks)]
+    stale = [e for e in reviewed if checkable(e) and not any(matches(e, x) for x in leaks)]
     return kept, stale
 
 

@@ -38,11 +38,14 @@ from __future__ import annotations
 import html
 import json
 import os
+import queue
 import re
 import sys
+import threading
 import tempfile
 import time
 import warnings
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -582,13 +585,8 @@ class Runs:
     """
 
     def __init__(self, wanted: list[tuple[str, Path]], base: Path, workers: int = 1):
-        import queue
-        import threading
-        from concurrent.futures import Future
-
-        self._Future, self._threading = Future, threading
         self._base = base
-        self._queue: "queue.Queue" = queue.Queue()
+        self._queue: queue.Queue = queue.Queue()
         self._futures: dict = {}
         self._threads: list = []
         for key in wanted:
@@ -597,7 +595,7 @@ class Runs:
 
     def _add(self, key: tuple[str, Path]):
         if key not in self._futures:
-            self._futures[key] = self._Future()
+            self._futures[key] = Future()
             self._queue.put(key)
         return self._futures[key]
 
@@ -618,7 +616,7 @@ class Runs:
     def widen(self, workers: int = 1) -> None:
         """Start ``workers`` more worker threads."""
         for _ in range(workers):
-            t = self._threading.Thread(target=self._work, daemon=True)
+            t = threading.Thread(target=self._work, daemon=True)
             t.start()
             self._threads.append(t)
 
@@ -636,3 +634,13 @@ class Runs:
             self._queue.put(None)
         for t in self._threads:
             t.join()
+
+
+SIMULATED_TEST = "test_notebook_on_a_simulated_gpu"
+
+
+def start_runs(items: list) -> Runs:
+    """The runs the collected simulated-GPU tests will ask for, started now on one worker."""
+    wanted = [(it.callspec.params["gpu"], it.callspec.params["path"]) for it in items
+              if getattr(it, "originalname", None) == SIMULATED_TEST]
+    return Runs(wanted, Path(tempfile.mkdtemp(prefix="simulated-gpus-")), workers=1)

@@ -104,12 +104,7 @@ def simulated_runs(request):
 
     runs = request.config.stash.get(sim_runs_key, None)
     if runs is None:  # run without the conftest's hook (a lone test): start them now
-        import tempfile
-
-        wanted = [(item.callspec.params["gpu"], item.callspec.params["path"]) for item in request.session.items
-                  if getattr(item, "originalname", None) == "test_notebook_on_a_simulated_gpu"]
-        runs = sim.Runs(wanted, Path(tempfile.mkdtemp(prefix="simulated-gpus-")), workers=1)
-        request.config.stash[sim_runs_key] = runs
+        runs = request.config.stash[sim_runs_key] = sim.start_runs(request.session.items)
     if runs.workers < min(2, os.cpu_count() or 1):
         runs.widen(1)  # the rest of the suite is done: the second core is free
     yield runs
