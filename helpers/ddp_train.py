@@ -21,6 +21,7 @@ longer job never has (``ddp_runtime_logging_sample_rate`` in
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import time
@@ -54,7 +55,10 @@ def main(argv: list[str] | None = None) -> None:
                     help="DDP's bucket_cap_mb (left out: DDP's default, 25 MiB with a smaller first bucket)")
     ap.add_argument("--warm", type=int, default=11, help="iterations before the profiler's schedule starts")
     ap.add_argument("--accumulate", type=int, default=1, help="micro-batches per optimizer step (no_sync on all but the last)")
-    ap.add_argument("--straggle-ms", type=float, default=0.0, help="rank 1 sleeps this long at the start of every step")
+    ap.add_argument("--straggle-ms", type=float, default=0.0, help="one rank sleeps this long at the start of every step")
+    ap.add_argument("--straggler", type=int, default=1, help="the rank that --straggle-ms delays")
+    ap.add_argument("--straggle-label", default="straggle",
+                    help="the record_function label around the delay (empty: none, a bare gap in the trace)")
     a = ap.parse_args(argv)
 
     cuda = torch.cuda.is_available() and torch.cuda.device_count() >= int(os.environ.get("WORLD_SIZE", "1"))
@@ -79,8 +83,8 @@ def main(argv: list[str] | None = None) -> None:
             loss.backward()
 
     def step() -> None:
-        if a.straggle_ms and rank == 1:
-            with record_function("straggle"):
+        if a.straggle_ms and rank == a.straggler:
+            with record_function(a.straggle_label) if a.straggle_label else contextlib.nullcontext():
                 time.sleep(a.straggle_ms / 1e3)
         for k in range(a.accumulate):
             last = k == a.accumulate - 1

@@ -82,16 +82,17 @@ def run_live(w: Workload, device: str, dtype: str, *, warm: bool, compile: bool,
     tag = tag_for(w, dtype, warm, compile, schedule, compile_mode)
     table, path = profile_callable(fn, args, label=w.label, tag=tag, out_dir=out_dir, cuda=device == "cuda",
                                    warm=warm, schedule=schedule, no_grad=w.no_grad, memory=bool(w.p.get("memory")),
-                                   timing=timing)
+                                   timing=timing, stack=w.with_stack)
     return table, path, time.perf_counter() - t_start
 
 
 def profile_callable(fn, args: tuple, *, label: str, tag: str, out_dir: Path, cuda: bool, warm: bool = True,
                      schedule: Schedule = ARTICLE, no_grad: bool = True, memory: bool = False,
-                     timing: bool = True) -> tuple[str, Path]:
+                     timing: bool = True, stack: bool = False) -> tuple[str, Path]:
     """The article's profiling loop around any callable; writes ``<tag>.txt``, ``<tag>.json`` and beside them
     ``<tag>.timing.json``: for a warm run (and ``timing``), the same call timed without the profiler, before it
-    is profiled (:mod:`helpers.timing` says why); with ``memory``, the allocator's peaks over the recorded steps
+    is profiled (:mod:`helpers.timing` says why); with ``stack``, each op's Python stack (``with_stack``) and a
+    second table grouped by it; with ``memory``, the allocator's peaks over the recorded steps
     (``torch.cuda.max_memory_allocated``), to set beside what the trace's memory events say.
     """
     import torch
@@ -119,7 +120,8 @@ def profile_callable(fn, args: tuple, *, label: str, tag: str, out_dir: Path, cu
                                             active=schedule.active, repeat=1)
         # record_shapes: each op's Input Dims and types, from which the roofline sizes its kernels' work
         with native_log_filter(), torch.profiler.profile(activities=activities, schedule=sched,
-                                                         profile_memory=memory, record_shapes=True) as prof:
+                                                         profile_memory=memory, record_shapes=True,
+                                                         with_stack=stack) as prof:
             first_active = schedule.wait + schedule.warmup
 
             def reset_peaks() -> None:  # the peak over the recorded steps only; outside them, not a wait inside one
@@ -142,7 +144,11 @@ def profile_callable(fn, args: tuple, *, label: str, tag: str, out_dir: Path, cu
         if memory and cuda:
             peaks = {"max_memory_allocated": torch.cuda.max_memory_allocated(),
                      "max_memory_reserved": torch.cuda.max_memory_reserved()}
-    table = prof.key_averages().table(sort_by="cuda_time_total" if cuda else "cpu_time_total", row_limit=15)
+    sort = "cuda_time_total" if cuda else "cpu_time_total"
+    table = prof.key_averages().table(sort_by=sort, row_limit=15)
+    if stack:  # the same ops grouped by the Python lines that called them (group_by_stack_n)
+        table += ("\n\nGrouped by the innermost five Python frames (group_by_stack_n=5):\n"
+                  + prof.key_averages(group_by_stack_n=5).table(sort_by=sort, row_limit=10))
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{tag}.json"
     prof.export_chrome_trace(str(path))

@@ -389,4 +389,4 @@ def geglu_traffic(w: Workload, dtype: str) -> dict[str, int]:
     return {"intermediate": one, "eager": 5 * one, "fused": 3 * one, "saved": 2 * one}
 
 
-from . import training  # noqa: E402,F401  volume two's kinds register themselves in KINDS
+from . import slow_loop, training  # noqa: E402,F401  volume two's kinds register themselves in KINDS

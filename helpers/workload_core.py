@@ -75,6 +75,7 @@ class Kind:
     stem: Callable[[Params], str]  # the first part of the article's tag: "64" for a 64x64 matmul_add
     bytes_needed: Callable[[Params, int], int]  # (params, bytes per element) -> a generous GPU memory estimate
     smaller: Callable[[Params], Params | None]  # the parameters that halve it, or None when it cannot shrink
+    stack: bool = False  # profiled with_stack=True: each op's Python line in the trace (notebook 16)
 
 
 #: every kind of workload, by the name :attr:`Workload.kind` holds
@@ -128,6 +129,11 @@ class Workload:
         """The same workload at half the size, or None when it cannot shrink."""
         changes = self._kind.smaller(self.p)
         return None if changes is None else _make(self.kind, self.label, self.no_grad, **{**self.p, **changes})
+
+    @property
+    def with_stack(self) -> bool:
+        """Whether its profiled steps record the Python stack (``with_stack=True``)."""
+        return self._kind.stack
 
     def build(self, device: str, dtype: str) -> tuple[Callable[..., Any], tuple]:
         """The function to call each step and its inputs, allocated on ``device``."""
