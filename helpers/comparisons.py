@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .measure import Measured, Spread, interleave, one_thread
+from .slow_loop import FIXES, slow_loop
 from .training import input_pipeline, train_step
 from .workload import Workload, WorkloadError, attention, block, linear, matmul_add
 
@@ -79,6 +80,14 @@ GROUPS: dict[str, Group] = {g.name: g for g in [
                              "main process, pinned + non-blocking": Member(input_pipeline(pin=True, non_blocking=True)),
                              "4 workers, pinned": Member(input_pipeline(workers=4, pin=True, non_blocking=True))},
            rounds=8, settle=8, max_per_block=3),  # 14
+    # 16: the loop as written against each fix alone, and against the fixes one on top of another. The loader's
+    # workers prepare batches ahead, so every block starts after untimed steps, as in "input".
+    _group("loop-alone", "wall", {"as written": Member(slow_loop()),
+                                  **{f: Member(slow_loop((f,))) for f in FIXES}},
+           rounds=8, settle=8, max_per_block=3),
+    _group("loop-stack", "wall", {"as written": Member(slow_loop()),
+                                  **{"+".join(FIXES[:n]): Member(slow_loop(FIXES[:n])) for n in range(1, len(FIXES) + 1)}},
+           rounds=8, settle=8, max_per_block=3),
 ]}
 
 

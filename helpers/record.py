@@ -95,7 +95,7 @@ def _fresh(module: str, args: list[str], what: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m helpers.record", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--parts", default="1,2,3,4,5", help="comma-separated parts to record (default: all)")
+    ap.add_argument("--parts", default="1,2,3,4,5,6", help="comma-separated parts to record (default: all)")
     ap.add_argument("--only", default=None, help="record only scenario keys matching this pattern")
     ap.add_argument("--out", default=None, help="folder (default: traces/reference/<gpu>)")
     ap.add_argument("--no-comparisons", action="store_true",

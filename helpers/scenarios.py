@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .tags import ARTICLE, Schedule, scenario_key
+from .slow_loop import FIXES, slow_loop
 from .training import input_pipeline, train_step
 from .workload import Workload, attention, addmm, block, linear, matmul_add, mlp
 
@@ -91,9 +92,16 @@ def _part5() -> list[Scenario]:
     ]
 
 
-def all_scenarios(parts: tuple[int, ...] = (1, 2, 3, 4, 5)) -> list[Scenario]:
+def _part6() -> list[Scenario]:
+    """Notebook 16: the slow loop as written, each fix alone, and the fixes one on top of another in FIXES order."""
+    alone = [slow_loop((f,)) for f in FIXES]
+    stacked = [slow_loop(FIXES[:n]) for n in range(2, len(FIXES) + 1)]
+    return [Scenario(w, warm=True, part=6) for w in [slow_loop(), *alone, *stacked]]
+
+
+def all_scenarios(parts: tuple[int, ...] = (1, 2, 3, 4, 5, 6)) -> list[Scenario]:
     out: list[Scenario] = []
-    for part, make in ((1, _part1), (2, _part2), (3, _part3), (4, _part4), (5, _part5)):
+    for part, make in ((1, _part1), (2, _part2), (3, _part3), (4, _part4), (5, _part5), (6, _part6)):
         if part in parts:
             out += make()
     return out
