@@ -381,6 +381,42 @@ def spreads(groups: dict[str, Sequence[float]], *, title: str = "", unit: str = 
     return fig
 
 
+def waterfall(stages: Sequence[tuple[str, Sequence[float]]], *, title: str = "", unit: str = "ms per step", ax=None):
+    """Step time stage by stage (a fix applied at each): a bar per stage at its median, a whisker over the middle
+    half of its samples, and the change from the stage before written between them."""
+    import statistics
+
+    plt = _plt()
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(max(6.0, 1.25 * len(stages) + 1.5), 3.9))
+    else:
+        fig = ax.figure
+    meds = []
+    for x, (label, values) in enumerate(stages):
+        v = sorted(float(s) for s in values)
+        if not v:
+            meds.append(None)
+            continue
+        m = statistics.median(v)
+        q1, q3 = (statistics.quantiles(v, n=4, method="inclusive")[::2] if len(v) >= 4 else (v[0], v[-1]))
+        ax.bar(x, m, width=0.6, color="#3182bd" if x else "#969696")
+        ax.plot([x, x], [q1, q3], color="#08306b", lw=2)
+        ax.text(x, q3, f"{m:.3g}", ha="center", va="bottom", fontsize=8)
+        if x and meds[-1]:
+            ax.annotate(f"{meds[-1] / m:.2f}x", ((x - 0.5), max(meds[-1], m) * 1.12), ha="center", fontsize=8,
+                        color="#e6550d")
+        meds.append(m)
+    ax.set_xticks(range(len(stages)))
+    ax.set_xticklabels([label for label, _ in stages], fontsize=8, rotation=15, ha="right")
+    ax.set_ylabel(unit)
+    ax.set_ylim(0, max((m for m in meds if m), default=1) * 1.3)
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_title(title + ("\n" if title else "") + "bar: median; whisker: middle half of the samples; orange: "
+                 "the stage before over this one", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
 def scatter(points: Sequence[tuple[str, float, float]], *, xlabel: str, ylabel: str, title: str = "",
             diagonal: bool = True, ax=None):
     """Labelled points (label, x, y) on log axes, with the line y = x to read "the same" against."""

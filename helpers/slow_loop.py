@@ -46,14 +46,19 @@ WORKERS = 4
 
 
 def slow_loop(fixes: tuple[str, ...] | list[str] = (), batch: int = 1024, dim: int = 1024, hidden: int = 4096, layers: int = 4,
-              work: int = 40_000) -> Workload:
-    """The loop with ``fixes`` applied (any of :data:`FIXES`); the rest of its problems stay."""
+              work: int = 40_000, feed_only: bool = False) -> Workload:
+    """The loop with ``fixes`` applied (any of :data:`FIXES`); the rest of its problems stay.
+
+    ``feed_only`` keeps only the loop's input: each step takes the next batch and copies it to the device, and
+    trains nothing. Timed beside the whole step, it says whether the input sets the step's pace.
+    """
     unknown = set(fixes) - set(FIXES)
     if unknown:
         raise ValueError(f"unknown fixes {sorted(unknown)}: the loop's fixes are {', '.join(FIXES)}")
     flags = {f: f in tuple(fixes) for f in FIXES}
+    extra = {"feed_only": True} if feed_only else {}  # absent when False: the recorded scenarios' keys stay
     return _make("loop", "train_step", no_grad=False, batch=batch, dim=dim, hidden=hidden, layers=layers, work=work,
-                 **flags)
+                 **flags, **extra)
 
 
 def applied(w: Workload) -> tuple[str, ...]:
@@ -89,7 +94,8 @@ def _model(dim: int, hidden: int, layers: int, device: str):
     return nn.Sequential(*blocks, nn.Linear(dim, 10, device=device))
 
 
-def _build_loop(device, dtype, batch, dim, hidden, layers, work, loader, sync, constant, tf32, fused):
+def _build_loop(device, dtype, batch, dim, hidden, layers, work, loader, sync, constant, tf32, fused,
+                feed_only=False):
     import torch
     import torch.nn.functional as F
     from torch.profiler import record_function
@@ -115,6 +121,8 @@ def _build_loop(device, dtype, batch, dim, hidden, layers, work, loader, sync, c
         with record_function("to_device"):
             images = images.to(device, non_blocking=loader)
             labels = labels.to(device, non_blocking=loader)
+        if feed_only:
+            return labels
         with record_function("forward"):
             logits = model(images)
         with record_function("loss"):
@@ -146,8 +154,9 @@ KINDS["loop"] = Kind(
     _build_loop,
     describe=lambda p: (f"notebook 16's training loop (a {p['layers']}-block MLP, {p['dim']} to {p['hidden']}, batch "
                         f"{p['batch']})" + (", fixed: " + ", ".join(f for f in FIXES if p.get(f))
-                                            if any(p.get(f) for f in FIXES) else ", as written")),
-    stem=lambda p: "loop" + "".join(f"-{f}" for f in FIXES if p.get(f))
+                                            if any(p.get(f) for f in FIXES) else ", as written")
+                        + (", its input only" if p.get("feed_only") else "")),
+    stem=lambda p: "loop" + "".join(f"-{f}" for f in FIXES if p.get(f)) + ("-feed" if p.get("feed_only") else "")
                    + (f"-b{p['batch']}" if p["batch"] != 1024 else ""),
     bytes_needed=_loop_bytes,
     smaller=_halve("batch", above=64),

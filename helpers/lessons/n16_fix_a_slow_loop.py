@@ -1,0 +1,522 @@
+"""Notebook 16's questions: a training loop with five problems, fixed one at a time and timed after each fix.
+
+Every step time graded here is unprofiled wall time per step, timed in turn
+(:mod:`helpers.comparisons`): ``loop-alone`` times the loop as written
+against each fix alone; ``loop-stack`` times the fixes one on top of another
+in :data:`~helpers.slow_loop.FIXES` order. Live, :class:`Bench` times each fix
+the learner applies against the stage before it, in the order they choose;
+recorded, it reads ``loop-stack``. The traces (profiled ``with_stack=True``)
+say where a step goes and which line of the loop made each wait.
+"""
+
+from __future__ import annotations
+
+import html
+import inspect
+import statistics
+from dataclasses import dataclass
+
+from .. import comparisons, diagnose, facts, measure, plots, python_lines, show, slow_loop, spoilers, step_facts
+from .. import kernel_kinds as kk
+from .. import widgets
+from ..categories import DRIVER, RUNTIME
+from ..comparisons import Comparison, Group, Member
+from ..measure import Spread
+from ..mode import environment
+from ..slow_loop import FIX_WORDS, FIXES
+from ..text import us
+from . import _shared
+
+AS_WRITTEN = "as written"
+LOOP_FILE = "slow_loop.py"
+
+FIRST_CHOICES = [FIX_WORDS[f] for f in FIXES]
+
+WAIT_CHOICES = ["none", "one", "two", "three", "four or more"]
+
+STEP_CHOICES = ["about the same (under 1.1x)", "1.1x to 1.5x shorter", "more than 1.5x shorter"]
+STEP_EDGES = [1.1, 1.5]
+
+TOTAL_CHOICES = ["under 2x shorter", "2x to 4x shorter", "more than 4x shorter"]
+TOTAL_EDGES = [2, 4]
+
+#: which fix a diagnose rule points at, where one does
+RULE_FIX = {"input-bound": "loader", "pageable-copies": "loader", "fp32-gemm": "tf32", "unfused-optimizer": "fused"}
+
+
+def _ms(s: Spread) -> Spread:
+    return s.scaled(1e-3, "ms")
+
+
+def _label(fixes: tuple[str, ...] | list[str]) -> str:
+    return "+".join(fixes) if fixes else AS_WRITTEN
+
+
+def _first(run) -> diagnose.Finding | None:
+    found = diagnose.diagnose(run.trace)
+    return found[0] if found else None
+
+
+# --- the loop's source --------------------------------------------------------------------------
+
+
+def _source() -> str:
+    return inspect.getsource(slow_loop)
+
+
+def step_source() -> tuple[int, list[str]]:
+    """The loop's step function: its first line number in slow_loop.py, and its lines."""
+    lines, start = inspect.getsourcelines(slow_loop._build_loop)
+    first = next(n for n, ln in enumerate(lines) if ln.strip().startswith("def step("))
+    last = next(n for n in range(first, len(lines)) if lines[n].strip() == "return loss")
+    return start + first, [ln.rstrip("\n") for ln in lines[first:last + 1]]
+
+
+def show_loop() -> None:
+    """The loop's step, with slow_loop.py's line numbers (the reveals refer to them)."""
+    start, lines = step_source()
+    show.pre("\n".join(f"{start + n:4d}  {ln}" for n, ln in enumerate(lines)))
+
+
+# --- 16.first: which fix alone shortens the step most -------------------------------------------
+
+
+def alone_ratios(alone: Comparison) -> dict[str, Spread]:
+    """Per fix: the step as written over the step with that fix alone, round by round."""
+    return {f: alone.ratio(AS_WRITTEN, f) for f in FIXES if f in alone.labels}
+
+
+def first_fix(slow, alone: Comparison) -> None:
+    """16.first: which single fix shortens the step most."""
+    ratios = alone_ratios(alone)
+    by_choice = {FIX_WORDS[f]: r for f, r in ratios.items()}
+
+    def reveal(answer):
+        g = measure.grade_order(answer, by_choice)
+        _shared.spread_figure({k: _ms(alone.spread(k)) for k in alone.labels},
+                              title="Wall time per step: the loop as written and each fix alone (no profiler)",
+                              unit="ms per step")
+        show.table([(AS_WRITTEN, _ms(alone.spread(AS_WRITTEN)).text(), "-")]
+                   + [(FIX_WORDS[f], _ms(alone.spread(f)).text(), r.text()) for f, r in ratios.items()],
+                   ["the loop", "step, timed without the profiler (median, IQR)", "as written over this, per round"])
+        best = next(f for f in FIXES if FIX_WORDS[f] == g.actual)
+        f = _first(slow)
+        said = ""
+        if f is not None:
+            points = RULE_FIX.get(f.rule)
+            said = (f" <code>diagnose</code>'s first finding on the profiled loop: <b>{html.escape(f.title)}</b>"
+                    + (f" ({html.escape(f.amount)})" if f.amount else "")
+                    + (", which points at the same fix." if points == best else
+                       f", which points at another fix ({html.escape(FIX_WORDS[points])})." if points else "."))
+        others = sorted(((r.median, FIX_WORDS[k]) for k, r in ratios.items() if k != best), reverse=True)
+        rest = (f" The next best alone: {html.escape(others[0][1])}, {others[0][0]:.2f}x." if others else "")
+        return widgets.grade(
+            g, f"Alone, <b>{html.escape(g.actual)}</b> shortened the step most: {ratios[best].text()} shorter, round "
+            f"by round (as written {_ms(alone.spread(AS_WRITTEN)).text()})." + rest + said
+            + f" ({html.escape(alone.source)}.)", live=alone.source.startswith("measured now"))
+
+    widgets.ask("16.first", "Which single fix, applied alone, will shorten the step most?", choices=FIRST_CHOICES,
+                default=FIRST_CHOICES[-1], reveal=reveal,
+                # TF32's own ratio is 16.tf32-alone's answer, revealed just before: the others decide this one
+                decides=lambda: [spoilers.exact(f"{r.median:.2f}x") for f, r in ratios.items() if f != "tf32"])
+
+
+# --- 16.waits: the lines that make the CPU wait ----------------------------------------------------
+
+
+@dataclass
+class WaitSite:
+    """Where, in the loop's code, the CPU waited for the GPU: a function, the call it made there, and its lines."""
+
+    frame: python_lines.Frame
+    call: str | None
+    op: str | None  # the innermost ATen op around the wait (aten::copy_ for a copy)
+    calls: list[str]  # the runtime calls at the wait, in order (cudaMemcpyAsync, cudaStreamSynchronize)
+    lines: list[int]
+    waits: list[float]  # µs, one per wait in the recorded steps
+    idle_after: list[float]  # µs of GPU idle after each wait (where there was more GPU work)
+
+
+def _calls_in(t, start: float, end: float, calls: list[int]) -> list[int]:
+    return [i for i in calls if start - 1e-3 <= t.ts[i] <= end + 1e-3]
+
+
+def wait_sites(run) -> tuple[list[WaitSite], int]:
+    """Each place of the loop's code where the CPU waited, read from the trace's stacks; and the steps recorded."""
+    t = run.trace
+    src = _source()
+    calls = sorted(t.indices((RUNTIME, DRIVER)), key=lambda i: t.ts[i])
+    sites: dict[tuple, WaitSite] = {}
+    for s in step_facts.hidden_syncs(t):
+        here = _calls_in(t, s.start_us, s.start_us + s.dur_us, calls)
+        sync = [i for i in here if kk.is_synchronize(t.name_of(i))] or here
+        o = python_lines.origin(t, sync[0], LOOP_FILE) if sync else None
+        if o is None:
+            continue
+        key = (o.frame, o.call)
+        if key not in sites:
+            lines = python_lines.call_lines(src, o.frame.line, o.call) if o.call else []
+            sites[key] = WaitSite(o.frame, o.call, s.op, list(s.calls), lines, [], [])
+        sites[key].waits.append(s.dur_us)
+        if s.gpu_idle_after_us is not None:
+            sites[key].idle_after.append(s.gpu_idle_after_us)
+    return list(sites.values()), len(facts.steps(t))
+
+
+def wait_lines(run) -> list[int]:
+    """The distinct lines of the loop that made the CPU wait."""
+    sites, _ = wait_sites(run)
+    return sorted({n for s in sites for n in s.lines})
+
+
+def _count_choice(n: int) -> str:
+    return WAIT_CHOICES[min(n, len(WAIT_CHOICES) - 1)]
+
+
+def source_matches(run) -> bool:
+    """Whether every frame of the loop in the trace still starts a function of this slow_loop.py (a recorded trace
+    of an older source would point at other lines)."""
+    src = _source()
+    sites, _ = wait_sites(run)
+    return all(python_lines.starts_function(src, s.frame.line, s.frame.function) for s in sites)
+
+
+def waits(slow) -> None:
+    """16.waits: how many lines of the loop make the CPU wait for the GPU."""
+    lines = wait_lines(slow)
+
+    def reveal(answer):
+        if not python_lines.has_stacks(slow.trace):
+            return widgets.verdict(None, "This trace holds no Python stacks (it was profiled without "
+                                   "<code>with_stack=True</code>): it cannot say which lines waited.")
+        if not source_matches(slow):
+            return widgets.verdict(None, "This trace was recorded from an older slow_loop.py: its line numbers no "
+                                   "longer point at this source. Record it again (<code>python -m helpers.record "
+                                   "--parts 6</code>).")
+        sites, steps = wait_sites(slow)
+        start, body = step_source()
+        text = {start + n: ln.strip() for n, ln in enumerate(body)}
+        rows = []
+        for s in sorted(sites, key=lambda s: -sum(s.waits)):
+            rows.append((", ".join(str(n) for n in s.lines) or "-",
+                         " | ".join(text.get(n, "") for n in s.lines) or "-",
+                         f"{s.frame.function}() -> {s.call}", s.op or "-", " + ".join(s.calls),
+                         f"{len(s.waits) / max(steps, 1):g}",
+                         us(statistics.median(s.waits)),
+                         us(statistics.median(s.idle_after)) if s.idle_after else "-"))
+        show.table(rows, ["line(s)", "code", "the trace's frames", "op around the wait", "runtime calls", "waits per step",
+                          "each wait (median)",
+                          "GPU idle after it (median)"])
+        frame = sites[0].frame if sites else None
+        longest = max(sites, key=lambda s: statistics.median(s.waits)) if sites else None
+        how = ""
+        if frame is not None:
+            named = show.code(f"{frame.file}({frame.line}): {frame.function}")
+            how = (f"The trace names the function by the line it starts on ({named}, the line "
+                   f"<code>{html.escape(text.get(frame.line, ''))}</code>) and the built-in it called; the lines are "
+                   "those of that function that make the call. ")
+        long = (f"The longest wait: line {', '.join(map(str, longest.lines))}, "
+                f"{us(statistics.median(longest.waits))} a step. " if longest and longest.lines else "")
+        return widgets.verdict(answer == _count_choice(len(lines)),
+                               f"<b>{len(lines)}</b> lines of the loop made the CPU wait for the GPU in every "
+                               f"recorded step. " + how + long +
+                               "Each wait is the runtime calls the table names, inside its op: a copy between the "
+                               "CPU and the GPU made without <code>non_blocking=True</code> ends by synchronizing the "
+                               "stream, and <code>torch.tensor(..., device=...)</code> from a Python list is made by "
+                               "such a copy (its op is <code>aten::copy_</code>), so it waits for every kernel queued "
+                               "before it.",
+                               actual=_count_choice(len(lines)))
+
+    widgets.ask("16.waits", "How many lines of this loop make the CPU wait for the GPU in every step?",
+                choices=WAIT_CHOICES, default=WAIT_CHOICES[1], reveal=reveal,
+                decides=lambda: [spoilers.exact(f"{len(lines)}</b> lines")])
+
+
+def slowest_kernel(slow) -> None:
+    """The kernel with the most GPU time in one launch, traced back through the stack to the loop's code."""
+    t = slow.trace
+    work = [j for j in facts.gpu_work(t) if t.group_of(j) == "kernel"]
+    if not work:
+        show.md("This trace holds no kernel.")
+        return
+    j = max(work, key=lambda j: t.dur[j])
+    launch = t.launch_of(j)
+    o = python_lines.origin(t, launch, LOOP_FILE) if launch >= 0 else None
+    head = f"The longest kernel launch: {show.code(t.name_of(j), 90)}, {us(t.dur[j])}."
+    if o is None:
+        show.md(head + " Its launch has no Python frame around it: it was launched from autograd's backward "
+                "thread, which runs no Python, so with_stack cannot name a line for it.")
+        return
+    show.md(head + " Its launch, from the loop's function inwards:")
+    show.pre("\n".join(("  " * n) + name for n, name in enumerate(o.chain)))
+
+
+# --- 16.tf32-alone and 16.tf32-last ----------------------------------------------------------------------------
+
+
+def _gpu_per_step(run) -> float:
+    """The GPU's busy time per recorded step (median), in µs."""
+    return statistics.median(b for _, b, _ in _busy(run)) if facts.steps(run.trace) else 0.0
+
+
+def _busy(run):
+    from ..spans import covered
+    from .. import vector
+
+    t = run.trace
+    spans = vector.spans(t, facts.gpu_work(t))
+    return [(s.name, covered(spans, s.start_us, s.start_us + s.dur_us), s.dur_us) for s in facts.steps(t)]
+
+
+def tf32_alone(slow, tf32, alone: Comparison) -> None:
+    """16.tf32-alone: TF32 alone on the loop as written."""
+    ratio = alone.ratio(AS_WRITTEN, "tf32")
+
+    def reveal(answer):
+        g = measure.grade_choice(answer, ratio, STEP_EDGES, STEP_CHOICES)
+        _shared.spread_figure({AS_WRITTEN: _ms(alone.spread(AS_WRITTEN)), "TF32 alone": _ms(alone.spread("tf32"))},
+                              title="Wall time per step (no profiler)", unit="ms per step")
+        gpu_a, gpu_b = _gpu_per_step(slow), _gpu_per_step(tf32)
+        saved_gpu = gpu_a - gpu_b
+        saved_step = alone.spread(AS_WRITTEN).median - alone.spread("tf32").median
+        why = (f" TF32 cut the GPU's busy time per step from {us(gpu_a)} to {us(gpu_b)} (the traces' median steps), "
+               f"{us(saved_gpu)} less; the unprofiled step changed by {us(saved_step)} (medians)")
+        why += (": most of the GPU time saved did not come off the step, so something else sets its pace."
+                if saved_step < saved_gpu / 2 else
+                ": about as much as the GPU saved came off the step. A hypothesis: waits in the loop (16.waits, "
+                "below, counts them) keep the CPU from running ahead of the GPU, so the GPU's work sits on the "
+                "step's path; the bench further down removes them one at a time.")
+        return widgets.grade(g, f"TF32 alone: the step {ratio.text()} shorter, round by round." + why
+                             + f" ({html.escape(alone.source)}.)", live=alone.source.startswith("measured now"))
+
+    widgets.ask("16.tf32-alone", "TF32 alone, on the loop as written: how much shorter will the step be?",
+                choices=STEP_CHOICES, default=STEP_CHOICES[0], reveal=reveal,
+                decides=lambda: [spoilers.exact(f"{ratio.median:.2f}x")])
+
+
+# --- the bench: one fix at a time ------------------------------------------------------------------------------
+
+
+def _pair(before: tuple[str, ...], after: tuple[str, ...]) -> tuple[Comparison, str, str]:
+    """The loop with ``before`` against the loop with ``after``, timed in turn now on this GPU."""
+    from ..workload import pick_dtype
+
+    a, b = _label(before), _label(after)
+    group = Group("loop-pair", ((a, Member(slow_loop.slow_loop(before))), (b, Member(slow_loop.slow_loop(after)))),
+                  "wall", rounds=6, settle=8, max_per_block=3)
+    env = environment()
+    m, un = comparisons.run(group, "cuda", pick_dtype("cuda", env.capability), env.gpu or "this GPU")
+    return Comparison(group, m, f"measured now on {env.gpu}", un), a, b
+
+
+def _gated(qids: tuple[str, ...], show_it) -> None:
+    """Show what ``show_it`` displays once every question in ``qids`` is answered (:func:`widgets.after`)."""
+    if not qids:
+        show_it()
+        return
+    widgets.after(qids[0], lambda: _gated(qids[1:], show_it))
+
+
+#: the questions a stage of the bench would answer: its bars give the fixes' effects away
+BENCH_AFTER = ("16.first", "16.tf32-alone", "16.total")
+LAST_AFTER = BENCH_AFTER + ("16.last",)
+
+
+class Bench:
+    """The loop's step time, stage by stage, as fixes are applied; draws the waterfall after each."""
+
+    def __init__(self) -> None:
+        self.live = environment().live
+        self.calls = 0
+        self.applied: list[str] = []
+        self.stages: list[tuple[str, Spread]] = []
+        self.ratios: list[Spread] = []
+        self.stack = None if self.live else comparisons.recorded("loop-stack")
+        self.source = "measured now" if self.live else self.stack.source
+        if self.stack is not None:
+            self.stages.append((AS_WRITTEN, self.stack.spread(AS_WRITTEN)))
+
+    def apply(self, fix: str) -> None:
+        """Apply ``fix`` on top of the fixes applied so far, time the step before and after, draw the waterfall.
+
+        Shown once the questions above are answered: each stage gives a fix's effect away.
+        """
+        self.calls += 1
+        _gated(LAST_AFTER if self.calls >= len(FIXES) else BENCH_AFTER, lambda: self._apply(fix))
+
+    def _apply(self, fix: str) -> None:
+        if fix not in FIXES:
+            show.md(f"No fix named {html.escape(repr(fix))}: the fixes are {', '.join(FIXES)}.")
+            return
+        if fix in self.applied:
+            show.md(f"{html.escape(fix)} is applied already; pick another of "
+                    f"{', '.join(f for f in FIXES if f not in self.applied)}.")
+            return
+        if not self.live:
+            nxt = FIXES[len(self.applied)]
+            if fix != nxt:
+                show.md(f"Recorded mode follows the order the reference set was recorded in: next is "
+                        f"<b>{nxt}</b>, applied here instead of {html.escape(fix)} (on a GPU, the order is yours).")
+                fix = nxt
+        before = tuple(self.applied)
+        self.applied.append(fix)
+        after = tuple(self.applied)
+        if self.live:
+            cmp, a, b = _pair(before, after)
+            if not self.stages:
+                self.stages.append((AS_WRITTEN, cmp.spread(a)))
+        else:
+            cmp, a, b = self.stack, _label(before), _label(after)
+        spread, ratio = cmp.spread(b), cmp.ratio(a, b)
+        self.stages.append((f"+ {fix}", spread))
+        self.ratios.append(ratio)
+        g = measure.grade_choice(None, ratio, STEP_EDGES, STEP_CHOICES)
+        show.display_figure(plots.waterfall([(k, _ms(v).samples) for k, v in self.stages],
+                                            title="Wall time per step, fix by fix (no profiler)"))
+        show.md(f"<b>+ {html.escape(FIX_WORDS[fix])}</b>: the step {_ms(spread).text()}, {ratio.text()} shorter than "
+                f"the stage before, round by round: "
+                + (f"<b>{html.escape(g.actual)}</b>." if g.conclusive else
+                   f"inconclusive here ({html.escape(g.why)}).") + f" ({html.escape(cmp.source)}.)")
+
+    @property
+    def total(self) -> Spread | None:
+        """The first stage over the last, from their medians' samples paired round by round where they can be."""
+        if len(self.stages) < 2:
+            return None
+        if not self.live:
+            return self.stack.ratio(AS_WRITTEN, _label(self.applied))
+        return measure.ratio_range(self.stages[0][1], self.stages[-1][1])
+
+
+def _total_ratio() -> tuple[Spread, str, bool]:
+    """The loop as written over all five fixes: timed in turn now (live) or from loop-stack (recorded)."""
+    if environment().live:
+        cmp, a, b = _pair((), FIXES)
+        return cmp.ratio(a, b), cmp.source, True
+    stack = comparisons.recorded("loop-stack")
+    return stack.ratio(AS_WRITTEN, _label(FIXES)), stack.source, False
+
+
+def total() -> None:
+    """16.total: all five fixes against the loop as written."""
+    state: dict = {}
+
+    def measured():
+        if "r" not in state:
+            state["r"] = _total_ratio()
+        return state["r"]
+
+    def reveal(answer):
+        r, source, live = measured()
+        g = measure.grade_choice(answer, r, TOTAL_EDGES, TOTAL_CHOICES)
+        return widgets.grade(g, f"All five fixes made the step <b>{r.text()}</b> shorter than the loop as written, "
+                             f"round by round ({html.escape(source)}). The bench below shows where that came from.",
+                             live=live)
+
+    widgets.ask("16.total", "All five fixes together: how much shorter will the step be than the loop as written?",
+                choices=TOTAL_CHOICES, default=TOTAL_CHOICES[1], reveal=reveal,
+                decides=lambda: [spoilers.exact(f"{measured()[0].median:.2f}x")])
+
+
+def _last_ratio() -> tuple[Spread, str, bool]:
+    four = FIXES[:-1]
+    if environment().live:
+        cmp, a, b = _pair(four, FIXES)
+        return cmp.ratio(a, b), cmp.source, True
+    stack = comparisons.recorded("loop-stack")
+    return stack.ratio(_label(four), _label(FIXES)), stack.source, False
+
+
+def last_fix(four, alone: Comparison) -> None:
+    """16.last: the last fix of FIXES (TF32), applied on top of the other four."""
+    last = FIXES[-1]
+    state: dict = {}
+
+    def measured():
+        if "r" not in state:
+            state["r"] = _last_ratio()
+        return state["r"]
+
+    def reveal(answer):
+        r, source, live = measured()
+        g = measure.grade_choice(answer, r, STEP_EDGES, STEP_CHOICES)
+        before = alone.ratio(AS_WRITTEN, last)
+        ga = measure.grade_choice(None, before, STEP_EDGES, STEP_CHOICES)
+        if g.conclusive and ga.conclusive and g.actual != ga.actual:
+            order = (f" Alone it was <b>{html.escape(ga.actual)}</b> ({before.text()}): the same fix, another effect, "
+                     "because what else holds the step changed.")
+        else:
+            order = (f" Alone it was {before.text()}: the spreads do not tell the two apart here.")
+        f = _first(four)
+        gpu = four.summary.balance
+        trace = (f" The profiled trace of the four-fix loop: GPU busy {gpu.gpu_busy_share:.0%} of the window, and "
+                 f"<code>diagnose</code>'s first finding <b>{html.escape(f.title)}</b>." if f is not None and
+                 gpu.gpu_busy_share is not None else "")
+        gap = ""
+        if f is not None and f.rule in ("fp32-gemm", "gpu-bound") and g.conclusive and g.actual == STEP_CHOICES[0]:
+            gap = (" The trace says the GPU sets the pace, yet the unprofiled step did not get shorter: the trace "
+                   "covers three steps right after warm-up, when the DataLoader's workers still hold batches they "
+                   "prepared ahead (notebook 14). A hypothesis: over many steps the workers set the pace. The test: "
+                   "time the loader alone, over many steps, against the step.")
+        return widgets.grade(g, f"{html.escape(FIX_WORDS[last])}, on top of the other four: the step {r.text()} "
+                             f"shorter, round by round ({html.escape(source)})." + order + trace + gap, live=live)
+
+    widgets.ask("16.last", f"Applied last, on top of the other four: how much shorter will {FIX_WORDS[last]} make the "
+                "step?", choices=STEP_CHOICES, default=STEP_CHOICES[0], reveal=reveal,
+                decides=lambda: [spoilers.exact(f"{measured()[0].median:.2f}x")])
+
+
+FEED = ("all five fixes", "its input alone")
+
+
+def feed() -> Comparison:
+    """The fixed loop against its input alone, timed in turn: live on this GPU, or the reference set's."""
+    return comparisons.measure("loop-feed")
+
+
+def what_is_left(bench: Bench, final, fed: Comparison) -> None:
+    """Before and after, what the fixed loop's trace says, and the test of whether its input sets the pace."""
+    _gated(LAST_AFTER, lambda: _left(bench, final, fed))
+
+
+def _left(bench: Bench, final, fed: Comparison) -> None:
+    if len(bench.stages) < 2:
+        show.md("Apply the fixes above first.")
+        return
+    (_, first), (_, last) = bench.stages[0], bench.stages[-1]
+    t = bench.total
+    show.table([(AS_WRITTEN, _ms(first).text()), (f"after {len(bench.applied)} fixes ({', '.join(bench.applied)})",
+                                                   _ms(last).text())]
+               + [(f"{k} (timed in turn with each other)", _ms(fed.spread(k)).text()) for k in FEED
+                  if k in fed.labels],
+               ["the loop", "step, timed without the profiler (median, IQR)"])
+    found = diagnose.diagnose(final.trace)
+    b = final.summary.balance
+    profiled = facts.median_step_us(final.trace)
+    inflated = (f" The profiled steps took a median {profiled / 1e3:.1f} ms against {_ms(last).median:.1f} ms "
+                "unprofiled: the profiler, recording every op with its Python stack, adds CPU time of its own "
+                "(notebook 01 measured that cost), so part of the CPU side this trace shows is the profiler's."
+                if profiled > 1.2 * last.median else "")
+    test = ""
+    if all(k in fed.labels for k in FEED):
+        r = fed.ratio(FEED[1], FEED[0])  # the input's time per step over the whole step's, round by round
+        lo, hi = r.quartiles
+        if lo > 1.1:
+            verdict = ("the input alone took longer per step than the whole step: the workers deliver batches no "
+                       "faster than the loop uses them, so the input is at the limit, and the next fix is on its side "
+                       "(more workers, cheaper batches). Why it is slower without the model behind it, this "
+                       "measurement does not say")
+        elif lo >= 0.8:
+            verdict = ("the input alone takes about as long as the whole step: the input sets the pace, and the next "
+                       "fix is on its side (more workers, cheaper batches)")
+        elif hi <= 0.5:
+            verdict = "the input alone is well under the whole step: the input does not set the pace"
+        else:
+            verdict = "inconclusive here: the spread spans both readings"
+        test = (f" The test: the input alone (each step only fetches and copies its batch) takes {r.text()} of the "
+                f"whole step's time, round by round: {verdict}. ({html.escape(fed.source)}.)")
+    show.md(f"From {_ms(first).median:.1f} ms to {_ms(last).median:.1f} ms a step"
+            + (f" ({t.text()} shorter)" if t is not None else "") + ". What the trace of the fixed loop says now: "
+            + html.escape(diagnose.first_line(found))
+            + (f" Verdict: <b>{html.escape(b.verdict)}</b>, GPU busy {b.gpu_busy_share:.0%} of the window."
+               if b.verdict and b.gpu_busy_share is not None else "") + inflated + test)
