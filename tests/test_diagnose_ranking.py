@@ -17,6 +17,7 @@ from helpers import facts
 from helpers.diagnose import diagnose, first_line, text
 from helpers.findings import CAUSES_OF_IDLE, GPU_SIDE, ISSUE, NOTE, NOTE_BELOW
 from helpers.distributed import diagnose_ranks, read_ranks
+from helpers.slow_loop import FIXES, slow_loop
 from helpers.trace import read_trace
 
 SMALL_OPS = "tiny work per launch: the GPU idles between launches"
@@ -56,6 +57,11 @@ REFERENCE = {
     "linear1024x32x64_bf16_warm_compile": ("compile-tax", "the compiled call's CPU side is the step"),
     "block8x256x512_bf16_warm_compile": ("compile-tax", "the compiled call's CPU side is the step"),
     "block32x256x512_bf16_warm_compile": ("compile-tax", "the compiled call's CPU side is the step"),
+    **{f"{slow_loop(f).stem}_bf16_warm_eager": ("input-bound", "the main process makes each batch while the GPU waits")
+       for f in [(), ("sync",), ("constant",), ("fused",), ("tf32",)]},
+    **{f"{slow_loop(FIXES[:n]).stem}_bf16_warm_eager": (
+        "cpu-bound", "four workers hand over batches prepared ahead; the CPU side of each step, its Python stack "
+                     "recorded, is longer than its GPU work") for n in range(1, len(FIXES) + 1)},
     **{k: ("input-bound", "the main process makes each batch while the GPU waits")
        for k in ("input-w0_bf16_warm_eager", "input-w0-pin-nb_bf16_warm_eager", "input-w4-pin-nb_bf16_warm_eager")},
     # Notebook 12's steps at batch 512: the GPU idles a third or more of the window, so faster GEMMs (TF32) do not
