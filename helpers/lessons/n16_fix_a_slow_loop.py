@@ -441,12 +441,17 @@ def last_fix(four, alone: Comparison) -> None:
         r, source, live = measured()
         g = measure.grade_choice(answer, r, STEP_EDGES, STEP_CHOICES)
         before = alone.ratio(AS_WRITTEN, last)
-        ga = measure.grade_choice(None, before, STEP_EDGES, STEP_CHOICES)
-        if g.conclusive and ga.conclusive and g.actual != ga.actual:
-            order = (f" Alone it was <b>{html.escape(ga.actual)}</b> ({before.text()}): the same fix, another effect, "
-                     "because what else holds the step changed.")
+        # the two effects, each a ratio of its own rounds, set against each other in every pairing
+        d = measure.ratio_range(r, before)
+        lo, hi = d.quartiles
+        if lo > 1.0:
+            order = (f" Alone it was {before.text()}: applied last, the same fix did more ({d.text()} its effect "
+                     "alone, every pairing of the two), because what else held the step had changed.")
+        elif hi < 1.0:
+            order = (f" Alone it was {before.text()}: applied last, the same fix did less ({d.text()} its effect "
+                     "alone, every pairing of the two).")
         else:
-            order = (f" Alone it was {before.text()}: the spreads do not tell the two apart here.")
+            order = f" Alone it was {before.text()}: the spreads do not tell the two apart here."
         f = _first(four)
         gpu = four.summary.balance
         trace = (f" The profiled trace of the four-fix loop: GPU busy {gpu.gpu_busy_share:.0%} of the window, and "
