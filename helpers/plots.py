@@ -57,7 +57,8 @@ def timeline(trace: Trace, window: tuple[float, float] | None = None, *, arrows:
     main = facts.main_thread(trace)
     cpu = [i for i in range(len(trace)) if trace.lane[i] == main and trace.end_of(i) >= lo and trace.ts[i] <= hi
            and trace.group_of(i) in GROUP_COLORS]
-    depth = {i: len(trace.ancestors(i)) for i in cpu}
+    # nesting among the drawn events only: a trace with Python stacks (with_stack) nests every op in many frames
+    depth = {i: sum(1 for a in trace.ancestors(i) if trace.group_of(a) in GROUP_COLORS) for i in cpu}
     cpu = [i for i in cpu if depth[i] < max_depth]
     rows = max(depth.values(), default=-1) + 1
     rows = min(rows, max_depth)

@@ -204,6 +204,8 @@ def waits(slow) -> None:
                          f"{len(s.waits) / max(steps, 1):g}",
                          us(statistics.median(s.waits)),
                          us(statistics.median(s.idle_after)) if s.idle_after else "-"))
+        show.display_figure(plots.timeline(slow.trace, plots.step_window(slow.trace, 1, 1),
+                                           title=f"{slow.tag}: one step (the GPU lane is at the bottom)"))
         show.table(rows, ["line(s)", "code", "the trace's frames", "op around the wait", "runtime calls", "waits per step",
                           "each wait (median)",
                           "GPU idle after it (median)"])
