@@ -281,6 +281,12 @@ def tf32_alone(slow, tf32, alone: Comparison) -> None:
         gpu_a, gpu_b = _gpu_per_step(slow), _gpu_per_step(tf32)
         saved_gpu = gpu_a - gpu_b
         saved_step = alone.spread(AS_WRITTEN).median - alone.spread("tf32").median
+        if saved_gpu <= 0.05 * gpu_a:
+            return widgets.grade(g, f"TF32 alone: the step {ratio.text()} shorter, round by round. TF32 did not change "
+                                 f"the GPU's busy time per step ({us(gpu_a)} against {us(gpu_b)}, the traces' median "
+                                 "steps): this GPU has no TF32 tensor cores, or its GEMMs did not use them; the GEMM "
+                                 f"kernels' names in the two traces say which. ({html.escape(alone.source)}.)",
+                                 live=alone.source.startswith("measured now"))
         why = (f" TF32 cut the GPU's busy time per step from {us(gpu_a)} to {us(gpu_b)} (the traces' median steps), "
                f"{us(saved_gpu)} less; the unprofiled step changed by {us(saved_step)} (medians)")
         why += (": most of the GPU time saved did not come off the step, so something else sets its pace."
