@@ -229,7 +229,13 @@ def test_the_evidence_decides_nothing_itself(monkeypatch):
     said: list[str] = []
     monkeypatch.setattr(show, "_display_html", said.append)
     monkeypatch.setattr(show, "md", said.append)
-    monkeypatch.setattr(show, "display_figure", lambda fig: said.append(show.figure_text(fig)))
+    import matplotlib.pyplot as plt
+
+    def figure(fig) -> None:
+        said.append(show.figure_text(fig))
+        plt.close(fig)  # as show.display_figure does: no figure left open for the tests after this one
+
+    monkeypatch.setattr(show, "display_figure", figure)
     e = lesson.Exam.load()
     for n, k in e.keys.items():
         said.clear()
