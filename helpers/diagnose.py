@@ -13,7 +13,7 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass
 
-from . import facts
+from . import facts, memory, roofline
 from . import kernel_kinds as kk
 from . import step_facts as sf
 from .distributed import trace_rules
@@ -48,6 +48,9 @@ def _balance(c: Context) -> Finding | None:
                       "launches only matter once the input no longer sets the pace")
         return c.sized(Finding("cpu-bound", "CPU-bound: the GPU waits for the CPU", ISSUE, evidence, advice),
                        b.window_us - b.gpu_busy_us, "the GPU idle")
+    shape = roofline.dominant(roofline.roofline(c.trace))
+    if shape is not None:  # memory-bound kernels (fuse them) or compute-bound ones near their peak: not one advice
+        evidence.append(roofline.dominant_text(shape))
     if b.gpu_idle_share is not None and b.gpu_idle_share >= IDLE_NOTE:
         evidence.append(f"yet the GPU was idle for {b.gpu_idle_share:.0%} of the window: by the totals the GPU sets "
                         "the pace, but part of the time it waits (the other findings may say for what)")
@@ -269,10 +272,17 @@ def _compile(c: Context) -> Finding | None:
         return None
     again = facts.recompiles(comp.regions)
     if again:
-        return Finding("recompiles", "Recompilation: a compiled frame was compiled again", ISSUE,
-                       [f"{comp.regions[r]} x {r} (the second number counts compiles of the same frame)" for r in again],
-                       "run with TORCH_LOGS=recompiles to see which guard failed: shapes, dtypes or devices that change "
-                       "between calls; mark dynamic dimensions or keep them fixed")
+        ev = [f"{comp.regions[r]} x {r} (the second number counts compiles of the same frame)" for r in again]
+        spent = facts.compile_time(c.trace)
+        if spent.compiles:
+            # Sized by the compiling itself: while Dynamo and Inductor run on the CPU, nothing is launched.
+            ev.append(f"{spent.compiles} compile{'s' if spent.compiles != 1 else ''} inside the recorded window "
+                      f"({', '.join(spent.names)} spans, torch.compile's own), {us(spent.us)} in all: "
+                      f"{spent.share:.0%} of the window")
+        f = Finding("recompiles", "Recompilation: a compiled frame was compiled again", ISSUE, ev,
+                    "run with TORCH_LOGS=recompiles to see which guard failed: shapes, dtypes or devices that change "
+                    "between calls; mark dynamic dimensions or keep them fixed")
+        return c.sized(f, spent.us, "compiling (torch.compile's compile spans)") if spent.compiles else f
     frames = {r.split(": ")[-1].split("/")[0] for r in comp.regions}
     if len(frames) > 1:
         return Finding("graph-breaks", "Several compiled frames: the function was split by graph breaks", NOTE,
@@ -557,9 +567,62 @@ def _unfused_optimizer(c: Context) -> Finding | None:
                    sum(o.gpu_us for o in calls), "the optimizer's GPU work")
 
 
+# --- memory (13) -------------------------------------------------------------------------------
+
+CDIST_DOCS = "https://docs.pytorch.org/docs/stable/generated/torch.cdist.html"
+CHECKPOINT_DOCS = "https://docs.pytorch.org/docs/stable/checkpoint.html"
+#: one allocation holding at least this share of its GPU's peak allocated memory is a spike (a threshold chosen,
+#: not measured: on the H200 reference set the largest single allocation of notebook 13's training steps is under a
+#: quarter of their peak, activations spread over many tensors; one temporary half the peak is another shape)
+SPIKE_SHARE = 0.4
+#: ... and at least this many bytes: a large share of a small peak is no problem on any GPU
+SPIKE_BYTES = 256 << 20
+
+
+def _memory_spike(c: Context) -> Finding | None:
+    """One allocation (or one op's allocations) holding a large share of a GPU's peak allocated memory.
+
+    Unsized in time: memory is not time, and what the spike costs (a smaller batch, an out-of-memory error) is not
+    in the trace. The GPU time of the ops that made it is evidence, not a size.
+    """
+    t = c.trace
+    big = memory.large_allocations(t, SPIKE_SHARE, SPIKE_BYTES)
+    if not big:
+        return None
+    peaks = {p.device: p for p in memory.memory_peaks(t)}
+    top = max(big, key=lambda a: a.bytes)
+    pk = peaks[top.device]
+    ops = Counter(a.op or "no op around it" for a in big if a.device == top.device)
+    sizes = sorted({a.bytes for a in big if a.device == top.device})
+    size = nbytes(sizes[0]) if len(sizes) == 1 else f"{nbytes(sizes[0])} to {nbytes(sizes[-1])}"
+    n = sum(ops.values())
+    ev = [f"{n} allocation{'s' if n != 1 else ''} of {size} on {top.device}, the largest {top.share_of_peak:.0%} of "
+          f"its peak allocated memory ({nbytes(pk.peak_allocated)}); made under "
+          + ", ".join(f"{op} x {k}" for op, k in ops.most_common())]
+    where = ", ".join(x for x in (pk.peak_allocated_step, f"in '{pk.peak_allocated_in}'" if pk.peak_allocated_in
+                                  else None) if x)
+    if pk.allocated_before > 0:
+        ev.append(f"{nbytes(pk.allocated_before)} was allocated before the first recorded allocation (what the "
+                  f"program held when recording began); the largest allocation alone is "
+                  f"{top.bytes / pk.allocated_before:,.0f}x that")
+    if where:
+        ev.append(f"the peak is reached in {where}")
+    calls = {a.op_index for a in big if a.device == top.device and a.op_index >= 0}
+    busy = c.summary.balance.gpu_busy_us
+    gpu = sum(facts.gpu_time_under(t, i) for i in calls)
+    if calls and busy > 0:
+        ev.append(f"the kernels of those {len(calls)} op calls ran {us(gpu)}, {gpu / busy:.0%} of the GPU's busy time")
+    return Finding("memory-spike", "Memory spike: one allocation holds a large share of the peak", ISSUE, ev,
+                   "avoid materialising the large temporary: compute it in chunks (a loop over blocks of rows, each "
+                   "temporary a fraction of the size), or use an op that never builds it: for distances "
+                   "torch.cdist, whose default computes Euclidean distances through a matrix product beyond 25 rows "
+                   f"({CDIST_DOCS}); torch.compile can fuse an elementwise chain into the reduction that follows it; "
+                   f"for activations kept for backward, activation checkpointing ({CHECKPOINT_DOCS})")
+
+
 RULES: list[Rule] = [_input_bound, _balance, _in_collectives, _cold_start, _occupancy_queries, _profiler_flush,
                      _bias_copy, _buffer_request, _variance, _compile, _tiny_kernels, _hidden_sync, _pageable_copies,
-                     _fp32_gemms, _unfused_optimizer]
+                     _fp32_gemms, _unfused_optimizer, _memory_spike]
 
 
 def diagnose(trace: Trace) -> list[Finding]:

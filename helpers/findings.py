@@ -17,11 +17,12 @@ NOTE = "note"  # something to know while reading the trace; not a problem in its
 NOTE_BELOW = 0.05
 #: a GPU-bound run whose GPU still idles this share of the window gets a word on it
 IDLE_NOTE = 0.25
-#: a cause of GPU idle time (input, hidden syncs, the compile tax, a cold start) that accounts for at least this share
-#: of the CPU-bound finding's idle time is named before it: it says where the idle time goes
+#: a cause of GPU idle time (input, hidden syncs, the compile tax, recompiling, a cold start) that accounts for at
+#: least this share of the CPU-bound finding's idle time is named before it: it says where the idle time goes
 CAUSE_SHARE = 0.5
-#: the rules whose time is part of the GPU's idle time in a CPU-bound run
-CAUSES_OF_IDLE = ("input-bound", "hidden-sync", "compile-tax", "cold-start")
+#: the rules whose time is part of the GPU's idle time in a CPU-bound run (recompiles: sized by the compile spans,
+#: during which the CPU launches nothing)
+CAUSES_OF_IDLE = ("input-bound", "hidden-sync", "compile-tax", "recompiles", "cold-start")
 #: the rules about the GPU's own work: they matter once the GPU sets the pace
 GPU_SIDE = ("fp32-gemm", "kernel-variance", "addmm-bias-copy")
 

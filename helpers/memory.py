@@ -12,7 +12,7 @@ events do not hold.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from .categories import ANNOTATION
+from .categories import ANNOTATION, CPU_OP
 from .trace import Trace
 
 CUDA = 1  # c10::DeviceType::CUDA (ROCm's devices report it too)
@@ -117,6 +117,59 @@ def memory_peaks(trace: Trace) -> list[MemoryPeak]:
                               m.allocated[first] - m.bytes[first], m.allocated[top], m.ts[top], step, label,
                               m.reserved[top_reserved], m.ts[top_reserved]))
     return out
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """One allocation the memory events hold, the op running when it was made, and its size against the peak."""
+
+    ts_us: float
+    bytes: int
+    device: str
+    op: str | None  # the innermost op around it ("aten::empty (in aten::sub)" when that op is a factory), or None
+    op_index: int  # that op's event (its caller's, for a factory); -1 when no op holds it
+    step: str | None
+    share_of_peak: float  # its bytes over the device's peak allocated
+
+
+_FACTORIES = ("aten::empty", "aten::empty_strided", "aten::empty_like", "aten::zeros", "aten::zeros_like",
+              "aten::ones", "aten::ones_like", "aten::full", "aten::full_like", "aten::new_empty",
+              "aten::new_empty_strided", "aten::new_zeros", "aten::resize_")
+
+
+def op_at(trace: Trace, ts: float) -> tuple[int, str | None]:
+    """The innermost ATen op running at ``ts`` and its name: the shortest op that holds it, on any CPU thread (the
+    memory events do not keep their thread). A factory (``aten::empty``) is named with the op that called it,
+    ``aten::empty (in aten::sub)``, and the index is the caller's."""
+    holding = [i for i in trace.indices((CPU_OP,)) if not trace.is_gpu(i)
+               and trace.ts[i] <= ts <= trace.ts[i] + trace.dur[i]]
+    if not holding:
+        return -1, None
+    inner = min(holding, key=trace.dur.__getitem__)
+    name = trace.name_of(inner)
+    if name in _FACTORIES:
+        caller = next((p for p in trace.ancestors(inner) if trace.group_of(p) == CPU_OP
+                       and trace.name_of(p) not in _FACTORIES), -1)
+        if caller >= 0:
+            return caller, f"{name} (in {trace.name_of(caller)})"
+    return inner, name
+
+
+def large_allocations(trace: Trace, min_share: float, min_bytes: int = 0) -> list[Allocation]:
+    """Allocations on a GPU (any device but the CPU) of at least ``min_share`` of that device's peak allocated
+    memory and at least ``min_bytes``, in time order, each with the op that made it."""
+    m = trace.memory
+    out = []
+    for pk in memory_peaks(trace):
+        if pk.device_type == CPU or pk.peak_allocated <= 0:
+            continue
+        for k in _rows(trace, pk.device_type, pk.device_id):
+            b = m.bytes[k]
+            if b > 0 and b >= min_bytes and b >= min_share * pk.peak_allocated:
+                step, _label = _around(trace, m.ts[k])
+                i, op = op_at(trace, m.ts[k])
+                out.append(Allocation(m.ts[k], b, pk.device, op, i, step, b / pk.peak_allocated))
+    return sorted(out, key=lambda a: a.ts_us)
 
 
 def allocated_by_step(trace: Trace, device_type: int = CUDA, device_id: int | None = None) -> list[tuple[str, int, int]]:

@@ -518,6 +518,7 @@ def ranks(traces: Sequence[Trace], shifts_us: Sequence[float], window: tuple[flo
     else:
         fig = ax.figure
     phase_colors = {"forward": "#c7e9c0", "backward": "#fdd0a2", "optimizer": "#dadaeb", "straggle": "#fc9272"}
+    drawn: set[str] = set()  # the legend names what the picture shows, nothing else
     for r, (t, shift) in enumerate(zip(traces, shifts_us)):
         y = len(rows)
         rows.append(f"rank {r}: CPU phases")
@@ -526,6 +527,7 @@ def ranks(traces: Sequence[Trace], shifts_us: Sequence[float], window: tuple[flo
             if name in phase_colors and not t.is_gpu(i):
                 s, e = t.ts[i] + shift, t.end_of(i) + shift
                 if e >= lo and s <= hi:
+                    drawn.add(name)
                     ax.broken_barh([((s - lo) / k, t.dur[i] / k)], (y - 0.4, 0.8), facecolors=phase_colors[name],
                                    edgecolors="white")
                     if t.dur[i] / (hi - lo) > 0.05:
@@ -542,6 +544,7 @@ def ranks(traces: Sequence[Trace], shifts_us: Sequence[float], window: tuple[flo
                 if t.end_of(j) + shift < lo or s > hi:
                     continue
                 color = KIND_COLORS[kk.COLLECTIVE] if j in coll else "#3182bd"
+                drawn.add("collective" if j in coll else "GPU compute")
                 ax.broken_barh([((s - lo) / k, max(t.dur[j], (hi - lo) * 0.002) / k)], (y - 0.4, 0.8),
                                facecolors=color, edgecolors="black", linewidth=0.2)
     ax.set_yticks(range(len(rows)))
@@ -551,8 +554,9 @@ def ranks(traces: Sequence[Trace], shifts_us: Sequence[float], window: tuple[flo
     ax.set_xlabel(f"time ({unit}) on the ranks' shared clock, from the start of the window")
     from matplotlib.patches import Patch
 
-    handles = [Patch(color=c, label=n) for n, c in phase_colors.items()]
-    handles += [Patch(color="#3182bd", label="GPU compute"), Patch(color=KIND_COLORS[kk.COLLECTIVE], label="collective")]
+    handles = [Patch(color=c, label=n) for n, c in phase_colors.items() if n in drawn]
+    handles += [Patch(color=c, label=n) for n, c in (("GPU compute", "#3182bd"),
+                                                     ("collective", KIND_COLORS[kk.COLLECTIVE])) if n in drawn]
     ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=6, fontsize=7, frameon=False)
     ax.grid(axis="x", alpha=0.3)
     ax.set_title(title, fontsize=10)

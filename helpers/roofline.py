@@ -834,6 +834,69 @@ def _roof_for(pk: Peaks, w: Work, kname: str, flops_s: float) -> tuple[str | Non
     return None, None, None
 
 
+# --- which bound holds the GPU's time ------------------------------------------------------------------------
+
+
+@dataclass
+class Dominant:
+    """The bound (compute, memory, far below both) that holds most of a trace's kernel time, by the roofline."""
+
+    bound: str  # COMPUTE_BOUND, MEMORY_BOUND or FAR_BELOW
+    share: float  # of all kernel time in the trace
+    of_roof: float  # the fraction of the roof at their intensity its kernels reach: the median, weighted by time
+    roofs: list[str]  # the compute roofs its kernels are judged against (compute-bound), longest first
+    shares: dict[str, float]  # every bound's share of all kernel time
+
+
+def _weighted_median(pairs: list[tuple[float, float]]) -> float:
+    """The median of the values, each counted as often as its weight: (value, weight) pairs."""
+    pairs = sorted(pairs)
+    half = sum(w for _, w in pairs) / 2
+    run = 0.0
+    for v, w in pairs:
+        run += w
+        if run >= half:
+            return v
+    return pairs[-1][0]
+
+
+def dominant(r: Roofline) -> Dominant | None:
+    """The bound holding at least half the trace's kernel time, or None (no roofs, too little sized, or a mix)."""
+    judged = [p for p in r.points if p.bound is not None and p.of_roof is not None]
+    shares: dict[str, float] = {}
+    for p in judged:
+        shares[p.bound] = shares.get(p.bound, 0.0) + p.share
+    if not shares:
+        return None
+    bound, share = max(shares.items(), key=lambda kv: kv[1])
+    if share < 0.5:
+        return None
+    mine = [p for p in judged if p.bound == bound]
+    roofs: dict[str, float] = {}
+    for p in mine:
+        if p.roof and bound == COMPUTE_BOUND:
+            roofs[p.roof] = roofs.get(p.roof, 0.0) + p.time_us
+    return Dominant(bound, share, _weighted_median([(p.of_roof, p.time_us) for p in mine]),
+                    sorted(roofs, key=lambda k: -roofs[k]), shares)
+
+
+def dominant_text(d: Dominant) -> str:
+    """One line on what holds the GPU's time, as diagnose's GPU-bound finding words it."""
+    head = f"by the roofline (summarize), {d.share:.0%} of the kernel time is in "
+    most = f"{1 / d.of_roof:.2g}x" if d.of_roof > 0 else "-"
+    if d.bound == MEMORY_BOUND:
+        return (head + f"memory-bound kernels, at a median {d.of_roof:.0%} of the memory roof at their intensity "
+                f"(weighted by time: a kernel there can go at most {most} faster moving the same bytes); moving "
+                "fewer bytes (fusing them: fewer passes over memory) is what would shorten them")
+    if d.bound == COMPUTE_BOUND:
+        return (head + f"compute-bound kernels, at a median {d.of_roof:.0%} of the {' and '.join(d.roofs)} peak "
+                f"(weighted by time: a kernel there can go at most {most} faster with the same arithmetic in the "
+                "same precision)")
+    return (head + f"kernels far below both roofs, at a median {d.of_roof:.0%} of the roof at their intensity "
+            "(weighted by time): not the GPU's peaks but latency, launches or too little work per kernel set their "
+            "pace")
+
+
 # --- as text ------------------------------------------------------------------------------------
 
 _BOUND_SHORT = {COMPUTE_BOUND: "compute-bound", MEMORY_BOUND: "memory-bound", FAR_BELOW: "far below both"}

@@ -11,6 +11,9 @@ histogram), how many predictions held, and what the trace showed: the line an
 instructor opens the discussion with, "most of you said X; the trace says Y".
 ``--html`` writes the same as a page with a bar chart per question
 (matplotlib, embedded as PNG; without matplotlib the page has the tables only).
+Journals that hold answers to the exam (notebook 17: a bound and a first fix
+per trace) get a table of their own first: per trace, how many got the
+bound, the fix, and both right, and each learner's exam score.
 
 Imports neither torch nor (for the terminal) matplotlib.
 """
@@ -30,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from .journal import FORMAT, META, status_of
+from .journal import EXAM, FORMAT, META, status_of
 
 MAX_BYTES = 2_000_000  # a journal of every question in the series is ~40 KB: anything far larger is a trace
 BAR = 24  # the longest text bar, in characters
@@ -444,6 +447,86 @@ def questions(g: Gathered, only: list[str] | None = None) -> list[Question]:
     return out
 
 
+# --- the exam ----------------------------------------------------------------------------------------------------
+
+#: the exam's questions: two per trace, its bound and the first thing to fix (helpers/exam.py)
+_EXAM_QID = re.compile(rf"^{EXAM}\.trace-(\d+)-(bound|fix)$")
+
+
+@dataclass
+class ExamRow:
+    """One exam trace across the room: how many got its bound, its first fix, and both right."""
+
+    trace: int
+    bound: tuple[int, int]  # (right, graded)
+    fix: tuple[int, int]
+    both: tuple[int, int]  # learners with both answers graded: (both right, such learners)
+
+
+def _graded(e: dict | None) -> bool | None:
+    """A first answer's grade: True held, False missed, None not answered or not graded."""
+    st = status_of(e) if isinstance(e, dict) else None
+    return {"held": True, "missed": False}.get(st) if st else None
+
+
+def exam_rows(g: Gathered) -> list[ExamRow]:
+    """Per exam trace (the exam notebook's ``trace-N-bound`` and ``trace-N-fix`` questions), the room's results."""
+    traces = sorted({int(m.group(1)) for j in g.journals for q in j.entries if (m := _EXAM_QID.match(q))})
+    rows = []
+    for n in traces:
+        marks = [(_graded(j.entries.get(f"{EXAM}.trace-{n}-bound")), _graded(j.entries.get(f"{EXAM}.trace-{n}-fix")))
+                 for j in g.journals]
+        bound = [b for b, _ in marks if b is not None]
+        fix = [f for _, f in marks if f is not None]
+        both = [b and f for b, f in marks if b is not None and f is not None]
+        rows.append(ExamRow(n, (sum(bound), len(bound)), (sum(fix), len(fix)), (sum(both), len(both))))
+    return rows
+
+
+def exam_scores(g: Gathered) -> list[tuple[str, int, int]]:
+    """Each learner with exam answers: (learner, right, graded)."""
+    out = []
+    for j in g.journals:
+        marks = [_graded(e) for q, e in j.entries.items() if _EXAM_QID.match(q)]
+        marks = [m for m in marks if m is not None]
+        if marks:
+            out.append((j.learner, sum(marks), len(marks)))
+    return out
+
+
+def _of(x: tuple[int, int]) -> str:
+    right, n = x
+    return f"{right} of {n} ({100 * right / n:.0f}%)" if n else "-"
+
+
+def exam_text(g: Gathered) -> list[str]:
+    """The exam's block for the terminal: a line per trace, then the learners' scores; nothing without answers."""
+    rows = exam_rows(g)
+    if not rows:
+        return []
+    out = ["", f"The exam (notebook {EXAM}), per trace: how many got it right (first answers)",
+           f"  {'trace':>5}  {'bound':<16}  {'first fix':<16}  {'both':<16}"]
+    out += [f"  {r.trace:>5}  {_of(r.bound):<16}  {_of(r.fix):<16}  {_of(r.both):<16}" for r in rows]
+    scores = exam_scores(g)
+    if scores:
+        out.append("  scores: " + ", ".join(f"{name} {right}/{n}" for name, right, n in scores))
+    return out
+
+
+def _exam_html(g: Gathered) -> str:
+    rows = exam_rows(g)
+    if not rows:
+        return ""
+    e = html.escape
+    body = "".join(f"<tr><td class=n>{r.trace}</td><td>{_of(r.bound)}</td><td>{_of(r.fix)}</td><td>{_of(r.both)}</td>"
+                   "</tr>" for r in rows)
+    scores = "; ".join(f"{e(name)} {right}/{n}" for name, right, n in exam_scores(g))
+    return (f"<section id='exam'><h2>The exam (notebook {EXAM}), per trace</h2><p class='meta'>How many learners got "
+            "each trace's bound, its first fix, and both right (first answers).</p><table><tr><th>trace</th>"
+            f"<th>bound</th><th>first fix</th><th>both</th></tr>{body}</table>"
+            + (f"<p class='meta'>Scores: {scores}.</p>" if scores else "") + "</section>")
+
+
 # --- the terminal ------------------------------------------------------------------------------------------------
 
 
@@ -459,6 +542,8 @@ def text(g: Gathered, qs: list[Question]) -> str:
         lines += ["", "Left out:"] + [f"  {x}" for x in g.left_out]
     if g.notes:
         lines += ["", "Worth knowing:"] + [f"  {x}" for x in g.notes]
+    if any(_EXAM_QID.match(q.qid) for q in qs):  # not when --question picked other questions
+        lines += exam_text(g)
     for q in qs:
         lines += ["", f"{q.qid}  {q.prompt or '(no prompt: older journals only)'}"]
         lines.append(f"  answered by {len(q.answers)}; {q.held_text()}")
@@ -547,6 +632,8 @@ def page(g: Gathered, qs: list[Question], title: str = "How the room predicted")
         if items:
             parts.append(f"<details><summary class='note'>{heading}: {len(items)}</summary><ul class='note'>"
                          + "".join(f"<li>{e(x)}</li>" for x in items) + "</ul></details>")
+    if any(_EXAM_QID.match(q.qid) for q in qs):
+        parts.append(_exam_html(g))
     for q, chart in zip(qs, charts):
         held = q.held_text()
         held = held[:1].upper() + held[1:] + "."

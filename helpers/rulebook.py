@@ -30,7 +30,7 @@ ROWS: tuple[Row, ...] = (
         you_see='Self CUDA total far below Self CPU total; GPU lane mostly empty',
         means='**CPU-bound**: the GPU waits for the CPU to prepare and launch work (`diagnose` sizes it by the '
               "GPU's idle share of the window, and names a cause first when one explains most of that idle time: "
-              'input, hidden syncs, the compile tax, a cold start)',
+              'input, hidden syncs, the compile tax, recompiling, a cold start)',
         tries='more work per launch (bigger batches), fewer launches (fusion, `torch.compile`, CUDA graphs); faster'
               ' kernels do not help until the GPU sets the pace',
         rules=('cpu-bound',), where=None, notebooks=('02',)),
@@ -193,6 +193,17 @@ ROWS: tuple[Row, ...] = (
         tries='find the moment of the peak (it falls in backward on the reference set); activation checkpointing '
               'lowers it',
         rules=(), where='(memory in `summarize`)', notebooks=('13',)),
+    Row(
+        you_see='In the `[memory]` events, one allocation (or one op\'s allocations) holding a large share of the '
+                'peak allocated memory',
+        means='a **memory spike**: one temporary far larger than what the program holds (an intermediate made whole, '
+              'a broadcast\'s for one, before the reduction that consumes it); it sets the peak, and the kernels that '
+              'write and read it take GPU time too',
+        tries='compute it in chunks, or with an op that never builds it ([`torch.cdist`](https://docs.pytorch.org/'
+              'docs/stable/generated/torch.cdist.html) for distances; `torch.compile` can fuse an elementwise chain '
+              'into the reduction after it); for activations, [checkpointing](https://docs.pytorch.org/docs/stable/'
+              'checkpoint.html)',
+        rules=('memory-spike',), where=None, notebooks=('13',)),
     Row(
         you_see='`enumerate(DataLoader)#..._next__` spans taking much of each step, the GPU lane empty under them',
         means='**input-bound**: the GPU waits for the next batch; `_SingleProcessDataLoaderIter` means the main '

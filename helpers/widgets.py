@@ -548,13 +548,20 @@ def exercise(title: str, prompt: str, solution: Callable[[], None]) -> None:
     _display(_box([button, out]))
 
 
-_boards: list[Any] = []  # the scoreboards shown in this kernel: each redraws when an answer locks
+# The scoreboards shown in this kernel, each with its ``only``: each redraws when an answer locks.
+_boards: list[tuple[Any, str | None]] = []
 
 
-def _board_html() -> str:
-    rows = journal.scores()
+def _board_html(only: str | None = None) -> str:
+    """The lessons' board (``only`` None: every notebook but the exam), or one notebook's questions (the exam's)."""
+    if only is not None:
+        return _exam_html(only)
+    rows = [r for r in journal.scores() if r.notebook != journal.EXAM]
+    exam = next((r for r in journal.scores() if r.notebook == journal.EXAM), None)
+    apart = (f"<p style='color:#555'>Your exam (notebook {journal.EXAM}) is scored apart: {exam.hits} of "
+             f"{exam.hits + exam.misses} held, counted on its own board, not here.</p>" if exam else "")
     if not rows:
-        return "<p>No predictions recorded yet: this updates as you lock answers in.</p>"
+        return "<p>No predictions recorded yet: this updates as you lock answers in.</p>" + apart
     held = sum(r.hits for r in rows)
     graded = sum(r.hits + r.misses for r in rows)
     unsure = sum(r.inconclusive for r in rows)
@@ -564,18 +571,37 @@ def _board_html() -> str:
             + (f"; {unsure} inconclusive (a timing within its noise: graded neither way)" if unsure else "")
             + f" (journal: <code>{html.escape(str(journal.path()))}</code>; your first answer to each question "
             "counts)</p>"
-            "<table><tr><th>notebook</th><th>held</th><th>missed</th><th>inconclusive</th></tr>" + body + "</table>")
+            "<table><tr><th>notebook</th><th>held</th><th>missed</th><th>inconclusive</th></tr>" + body + "</table>"
+            + apart)
+
+
+def _exam_html(notebook: str) -> str:
+    """One notebook's questions answered so far, each with the first answer and its grade, and the score."""
+    entries = [(q, e) for q, e in journal.load().items() if q.split(".", 1)[0] == notebook]
+    if not entries:
+        return f"<p>No answer to notebook {html.escape(notebook)}'s questions yet: this updates as you lock them in.</p>"
+    st = [journal.status_of(e) for _, e in entries]
+    held, graded = st.count("held"), st.count("held") + st.count("missed")
+    word = {"held": "&#10004; held", "missed": "&#10008; missed", "inconclusive": "inconclusive", "open": "-"}
+    body = "".join(f"<tr><td><code>{html.escape(q)}</code></td><td>{html.escape(str(e.get('answer')))}</td>"
+                   f"<td>{word[s]}</td></tr>" for (q, e), s in zip(entries, st))
+    return (f"<p><b>Your score, notebook {html.escape(notebook)}:</b> {held} of {graded} held (your first answer "
+            "to each question counts; apart from the lessons' predictions)</p>"
+            "<table><tr><th>question</th><th>your answer</th><th></th></tr>" + body + "</table>")
 
 
 def _refresh_boards() -> None:
-    for out in _boards:
+    for out, only in _boards:
         out.clear_output()
         with out:
-            _display(_html(_board_html()))
+            _display(_html(_board_html(only)))
 
 
-def scoreboard() -> None:
+def scoreboard(only: str | None = None) -> None:
     """Held, missed and inconclusive first answers so far, per notebook; then a button that exports the journal.
+
+    The lessons' board counts every notebook but the exam (:data:`helpers.journal.EXAM`), whose answers are
+    scored apart: ``scoreboard(only="17")`` shows that notebook's questions one by one, with its own score.
 
     It updates itself as answers lock (under Run All it is drawn before any
     answer). The export (a name box and "Export my journal") writes a copy
@@ -584,14 +610,14 @@ def scoreboard() -> None:
     ``python -m helpers room``. Headless there is nobody to click: no button.
     """
     if headless() or not _can_show_widgets():
-        _display(_html(_board_html()))
+        _display(_html(_board_html(only)))
         return
     import ipywidgets as W
 
     board = W.Output()
-    _boards.append(board)
+    _boards.append((board, only))
     with board:
-        _display(_html(_board_html()))
+        _display(_html(_board_html(only)))
 
     name = W.Text(placeholder="your name", layout=W.Layout(width="14em"))
     button = W.Button(description="Export my journal", layout=W.Layout(width="max-content"))

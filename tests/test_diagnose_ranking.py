@@ -85,8 +85,22 @@ RANKS = {
     "h200x2-straggler/rank1": ("gpu-bound", "the slow rank: its own extra compute keeps its GPU busy"),
 }
 
+#: notebook 17's exam traces (tools/record_exam.py says which program made which) -> (first rule, why)
+EXAM = ROOT / "traces" / "exam" / "nvidia-h200"
+EXAM_FIRST = {
+    "exam-1": ("gpu-bound", "an unfused elementwise chain over 2^28 bf16 elements: busy GPU, memory-bound kernels"),
+    "exam-2": ("input-bound", "a single-process DataLoader builds each batch from text while the GPU waits"),
+    "exam-3": ("cpu-bound", "a hand-written norm and gate on a tiny batch: dozens of tiny kernels per step"),
+    "exam-4": ("memory-spike", "pairwise distances by broadcasting: two temporaries of half the peak each"),
+    "exam-5": ("hidden-sync", "an .item() every step, then Python bookkeeping while the GPU idles"),
+    "exam-6": ("gpu-bound", "a wide MLP's bf16 GEMMs near the tensor cores' peak"),
+    "exam-7": ("recompiles", "torch.compile(dynamic=False) fed a new shape every step: compiling fills the window"),
+    "exam-8": ("fp32-gemm", "a float32 training step with TF32 off: GEMMs on the CUDA cores"),
+}
+
 #: a folder of ranks -> first rule (None: nothing to report)
 FOLDERS = {
+    "traces/exam/nvidia-h200/exam-9": "straggler",  # one rank starts every step 40 ms late, over gloo
     "traces/ranks/h200x2-straggler": "straggler",
     "traces/reference/nvidia-h200/ddp/straggler": "straggler",
     "traces/ranks/h200x2-manual": "low-overlap",
@@ -133,6 +147,17 @@ def test_the_first_finding_on_the_reference_set(name):
     assert got and got[0].rule == rule, f"{name}: expected {rule} first ({why}); got {[f.rule for f in got]}"
 
 
+@pytest.mark.parametrize("name", sorted(EXAM_FIRST))
+def test_the_first_finding_on_the_exam(name):
+    rule, why = EXAM_FIRST[name]
+    got = found(str(EXAM / f"{name}.json"))
+    assert got and got[0].rule == rule, f"{name}: expected {rule} first ({why}); got {[f.rule for f in got]}"
+
+
+def test_every_exam_trace_has_an_expectation():
+    assert {p.stem for p in EXAM.glob("exam-*.json")} == set(EXAM_FIRST)
+
+
 @pytest.mark.parametrize("key", sorted(RANKS))
 def test_the_first_finding_on_each_rank(key):
     rule, why = RANKS[key]
@@ -159,7 +184,8 @@ def test_a_folder_puts_the_straggler_first_and_words_the_rest_as_what_remains(fo
 
 
 def _all_single() -> list[str]:
-    paths = [str(H200 / f"{n}.json") for n in REFERENCE] + [str(_rank_path(k)) for k in RANKS]
+    paths = ([str(H200 / f"{n}.json") for n in REFERENCE] + [str(_rank_path(k)) for k in RANKS]
+             + [str(EXAM / f"{n}.json") for n in EXAM_FIRST])
     if EXTERNAL.is_dir():
         paths += [str(EXTERNAL / n) for n in EXTERNAL_FIRST]
     return paths

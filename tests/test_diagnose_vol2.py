@@ -155,11 +155,11 @@ def test_clean_traces_stay_silent(found):
 
 def test_the_cheat_sheet_lists_every_rule():
     sheet = (ROOT / "docs" / "cheat-sheet.md").read_text()
-    for rule in ("hidden-sync", "input-bound", "pageable-copies", "fp32-gemm", "unfused-optimizer"):
+    for rule in ("hidden-sync", "input-bound", "pageable-copies", "fp32-gemm", "unfused-optimizer", "memory-spike"):
         row = next((ln for ln in sheet.splitlines() if f"`{rule}`" in ln), None)
         assert row is not None, rule
         assert re.search(r"\[1[234]\]\(\.\./notebooks/1[234]_", row), row  # the notebook that teaches it
-    assert len(RULES) == 15
+    assert len(RULES) == 16
     for rule in ("cpu-bound", "gpu-bound", "inside-collectives", "communication-bound", "straggler", "low-overlap"):
         assert f"`{rule}`" in sheet, rule
 
