@@ -193,6 +193,20 @@ def measure(name: str, *, on: str = "auto") -> Comparison:
     return recorded(name)
 
 
+def adhoc(name: str, members: dict[str, Member], what: str = "wall", **how: Any) -> Comparison:
+    """Members no recorded group holds together (a learner's own order of fixes), timed in turn now on this GPU."""
+    from .mode import environment
+    from .workload import pick_dtype
+
+    group = Group(name, tuple(members.items()), what, **how)
+    env = environment()
+    if not env.live:
+        raise WorkloadError(f"comparison {name}: timing calls now needs a CUDA GPU; recorded mode reads the "
+                            "reference set's groups instead")
+    m, un = run(group, "cuda", pick_dtype("cuda", env.capability), env.gpu or "this GPU")
+    return Comparison(group, m, f"measured now on {env.gpu}", un)
+
+
 def path_in(folder: Path, name: str) -> Path:
     return folder / f"compare_{name}.json"
 

@@ -338,7 +338,16 @@ def _measurements_from_reference(gpu: SimulatedGPU) -> None:
         ref = reference_set()
         return json.loads((ref.path / "idle_gpu.json").read_text()), f"measured on {ref.describe()} (simulated {gpu.name})"
 
+    def served_adhoc(name, members, what="wall", **how):
+        # calls timed now in an order of the learner's: the recorded group that holds them all stands in
+        labels = set(members)
+        for group in comparisons.GROUPS.values():
+            if labels <= set(group.labels):
+                return comparisons.recorded(group.name)
+        raise comparisons.WorkloadError(f"no recorded group holds {sorted(labels)}: the simulation cannot time them")
+
     comparisons.measure = served
+    comparisons.adhoc = served_adhoc
     idle_gpu.measure = idle
 
 

@@ -20,7 +20,7 @@ from .. import comparisons, diagnose, facts, measure, plots, python_lines, show,
 from .. import kernel_kinds as kk
 from .. import widgets
 from ..categories import DRIVER, RUNTIME
-from ..comparisons import Comparison, Group, Member
+from ..comparisons import Comparison, Member
 from ..measure import Spread
 from ..mode import environment
 from ..slow_loop import FIX_WORDS, FIXES
@@ -306,15 +306,13 @@ def tf32_alone(slow, tf32, alone: Comparison) -> None:
 
 
 def _pair(before: tuple[str, ...], after: tuple[str, ...]) -> tuple[Comparison, str, str]:
-    """The loop with ``before`` against the loop with ``after``, timed in turn now on this GPU."""
-    from ..workload import pick_dtype
-
+    """The loop with ``before`` against the loop with ``after``, timed in turn now on this GPU (the loop groups'
+    rounds and blocks)."""
     a, b = _label(before), _label(after)
-    group = Group("loop-pair", ((a, Member(slow_loop.slow_loop(before))), (b, Member(slow_loop.slow_loop(after)))),
-                  "wall", rounds=6, settle=8, max_per_block=3)
-    env = environment()
-    m, un = comparisons.run(group, "cuda", pick_dtype("cuda", env.capability), env.gpu or "this GPU")
-    return Comparison(group, m, f"measured now on {env.gpu}", un), a, b
+    how = comparisons.GROUPS["loop-stack"]
+    cmp = comparisons.adhoc("loop-pair", {a: Member(slow_loop.slow_loop(before)), b: Member(slow_loop.slow_loop(after))},
+                            rounds=how.rounds, settle=how.settle, max_per_block=how.max_per_block, block_s=how.block_s)
+    return cmp, a, b
 
 
 def _gated(qids: tuple[str, ...], show_it) -> None:
