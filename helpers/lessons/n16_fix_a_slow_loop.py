@@ -117,8 +117,8 @@ def first_fix(slow, alone: Comparison) -> None:
 
     widgets.ask("16.first", "Which single fix, applied alone, will shorten the step most?", choices=FIRST_CHOICES,
                 default=FIRST_CHOICES[-1], reveal=reveal,
-                # TF32's own ratio is 16.tf32-alone's answer, revealed just before: the others decide this one
-                decides=lambda: [spoilers.exact(f"{r.median:.2f}x") for f, r in ratios.items() if f != "tf32"])
+                # the winner's ratio as the reveal prints it, spread and all (a bare "1.1x" is in many tables)
+                decides=lambda: [spoilers.exact(max(ratios.values(), key=lambda r: r.median).text())])
 
 
 # --- 16.waits: the lines that make the CPU wait ----------------------------------------------------
@@ -231,7 +231,7 @@ def waits(slow) -> None:
 
     widgets.ask("16.waits", "How many lines of this loop make the CPU wait for the GPU in every step?",
                 choices=WAIT_CHOICES, default=WAIT_CHOICES[1], reveal=reveal,
-                decides=lambda: [spoilers.exact(f"{len(lines)}</b> lines")])
+                decides=lambda: [spoilers.exact(f"{len(lines)} lines of the loop made the CPU wait")])
 
 
 def slowest_kernel(slow) -> None:
@@ -299,7 +299,7 @@ def tf32_alone(slow, tf32, alone: Comparison) -> None:
 
     widgets.ask("16.tf32-alone", "TF32 alone, on the loop as written: how much shorter will the step be?",
                 choices=STEP_CHOICES, default=STEP_CHOICES[0], reveal=reveal,
-                decides=lambda: [spoilers.exact(f"{ratio.median:.2f}x")])
+                decides=lambda: [spoilers.exact(ratio.text())])
 
 
 # --- the bench: one fix at a time ------------------------------------------------------------------------------
@@ -421,7 +421,7 @@ def total() -> None:
 
     widgets.ask("16.total", "All five fixes together: how much shorter will the step be than the loop as written?",
                 choices=TOTAL_CHOICES, default=TOTAL_CHOICES[1], reveal=reveal,
-                decides=lambda: [spoilers.exact(f"{measured()[0].median:.2f}x")])
+                decides=lambda: [spoilers.exact(measured()[0].text())])
 
 
 def _last_ratio() -> tuple[Spread, str, bool]:
@@ -474,7 +474,7 @@ def last_fix(four, alone: Comparison) -> None:
 
     widgets.ask("16.last", f"Applied last, on top of the other four: how much shorter will {FIX_WORDS[last]} make the "
                 "step?", choices=STEP_CHOICES, default=STEP_CHOICES[0], reveal=reveal,
-                decides=lambda: [spoilers.exact(f"{measured()[0].median:.2f}x")])
+                decides=lambda: [spoilers.exact(measured()[0].text())])
 
 
 FEED = ("all five fixes", "its input alone")
