@@ -1,8 +1,8 @@
 import sys, time, json, warnings
 warnings.filterwarnings("ignore")
 import torch
-from helpers.slow_loop import slow_loop, FIXES, NoisyBatches
-from helpers import measure
+from helpers.runs.slow_loop import slow_loop, FIXES, NoisyBatches
+from helpers.facts import measure
 for work in (int(a) for a in sys.argv[1:]):
     ds = NoisyBatches(1024, 1024, work); ds[0]
     t=time.perf_counter(); [ds[i] for i in range(20)]; c=(time.perf_counter()-t)/20*1e3

@@ -1,9 +1,11 @@
 import sys, time, json, statistics, warnings
 warnings.filterwarnings("ignore")
 import torch
-from helpers.slow_loop import slow_loop, FIXES, NoisyBatches
-from helpers import measure, diagnose, facts, step_facts
-from helpers.runner import run_live
+from helpers.runs.slow_loop import slow_loop, FIXES, NoisyBatches
+from helpers import facts
+from helpers.facts import measure, step_facts
+from helpers.advice import diagnose
+from helpers.runs.runner import run_live
 from pathlib import Path
 out = Path(sys.argv[1]); out.mkdir(parents=True, exist_ok=True)
 kw = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
@@ -23,8 +25,8 @@ for k, s in m.wall.items():
     print(f"{k:40s} {s.median/1e3:8.2f} ms  iqr {s.quartiles[0]/1e3:.2f}-{s.quartiles[1]/1e3:.2f}")
 for fx in [(), FIXES, ("loader","sync","constant","fused")]:
     t=time.perf_counter()
-    table, path, secs = run_live(slow_loop(fx, **kw), "cuda", "bf16", warm=True, compile=False, compile_mode=None, schedule=__import__("helpers.tags").tags.ARTICLE, out_dir=out)
-    tr = __import__("helpers.trace").trace.read_trace(path)
+    table, path, secs = run_live(slow_loop(fx, **kw), "cuda", "bf16", warm=True, compile=False, compile_mode=None, schedule=__import__("helpers.runs.tags").tags.ARTICLE, out_dir=out)
+    tr = __import__("helpers.reader.trace").trace.read_trace(path)
     s = facts.summarize(tr)
     print(path.name, "secs", secs, "busy", s.balance.gpu_busy_share, "step", facts.median_step_us(tr))
     print("gpu per step", [(n, sum(v.values())) for n, v in facts.gpu_work_per_step(tr)])
