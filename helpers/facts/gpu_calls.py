@@ -20,13 +20,14 @@ from typing import Any, Callable, Sequence
 
 from .. import facts
 from .measure import HELD, INCONCLUSIVE, MIN_SAMPLES, MISSED, Graded, Spread, grade_choice, ratio_range
+from ..reader.categories import ANNOTATION, CPU_OP
 from ..reader.trace import Trace
 
 
 def calls(run: Any) -> list[int]:
     """The recorded calls of the run's workload: its label's spans on the CPU, in trace order."""
     t = run.trace
-    found = [i for i in t.indices((facts.ANNOTATION,), name=run.workload.label) if not t.is_gpu(i)]
+    found = [i for i in t.indices((ANNOTATION,), name=run.workload.label) if not t.is_gpu(i)]
     return sorted(found, key=lambda i: t.ts[i])
 
 
@@ -52,7 +53,7 @@ def by_top_op(run: Any) -> dict[str, Spread]:
     for a in calls(run):
         d: dict[str, float] = {}
         for c in t.children(a):
-            if t.group_of(c) == facts.CPU_OP:
+            if t.group_of(c) == CPU_OP:
                 d[t.name_of(c)] = d.get(t.name_of(c), 0.0) + facts.gpu_time_under(t, c)
         per.append(d)
     names = list(dict.fromkeys(n for d in per for n in d))
