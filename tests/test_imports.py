@@ -131,3 +131,18 @@ def test_no_module_is_long():
     long = {m: n for m, p in _modules().items() if (n := len(p.read_text().splitlines())) > 660}
     assert set(long) <= NOT_YET_SPLIT, {m: n for m, n in long.items() if m not in NOT_YET_SPLIT}
     assert not NOT_YET_SPLIT - set(long), "split: take it off NOT_YET_SPLIT"
+
+
+def test_every_module_run_by_name_exists():
+    """Modules started as ``python -m ...`` in a subprocess are named in strings, which no import checks: each must
+    resolve (the recorder's fresh processes, the cold runs' process, the ranks' training script)."""
+    import importlib.util
+
+    from helpers.runs import record
+
+    names = [f"{record.FRESH_PACKAGE}.{m}" for m in record.FRESH_MODULES]
+    names += ["helpers.runs.runner", "helpers.runs.ddp_train", "helpers.classroom.lab_setup"]
+    for name in names:
+        assert importlib.util.find_spec(name) is not None, name
+    src = (ROOT / "helpers" / "runs" / "record.py").read_text()
+    assert all(f'_fresh("{m}"' in src for m in record.FRESH_MODULES)

@@ -83,12 +83,18 @@ def _time_unprofiled(scenarios, dtype: str, out: Path) -> None:
     _fresh("timing", [json.dumps(specs)], f"timing {len(specs)} warm scenarios without the profiler")
 
 
+#: the package of the modules _fresh runs by name (timing, comparisons, idle_gpu)
+FRESH_PACKAGE = "helpers.runs"
+#: every module the recorder runs in a process of its own
+FRESH_MODULES = ("timing", "comparisons", "idle_gpu")
+
+
 def _fresh(module: str, args: list[str], what: str) -> None:
-    """Run ``python -m helpers.<module> ARGS`` in a process of its own, before this one profiles anything."""
+    """Run ``python -m helpers.runs.<module> ARGS`` in a process of its own, before this one profiles anything."""
     print(f"{what}, in a fresh process ...", flush=True)
     root = str(Path(__file__).resolve().parent.parent)
     environ = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
-    proc = subprocess.run([sys.executable, "-m", f"helpers.{module}", *args], text=True, env=environ)
+    proc = subprocess.run([sys.executable, "-m", f"{FRESH_PACKAGE}.{module}", *args], text=True, env=environ)
     if proc.returncode != 0:
         print(f"record: {what} failed (helpers.{module}); the set is recorded without it.", file=sys.stderr)
 
