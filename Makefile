@@ -23,8 +23,8 @@ $(STAMP): pyproject.toml
 	@PYTHONWARNINGS=ignore $(PY) -m pip install -q --disable-pip-version-check -e ".[notebooks,test]" 2>&1 | grep -v 'is ignored' || true
 	@$(PY) -c "import torch, jupyterlab, ipywidgets, matplotlib, nbval, msgspec, helpers" \
 	  || { echo "set-up failed: see the pip output above"; exit 1; }
-	@# Kernels that say "run the cells above first"; no news pop-up over the reveals (helpers/lab_setup.py)
-	@$(PY) -m helpers.lab_setup
+	@# Kernels that say "run the cells above first"; no news pop-up over the reveals (helpers/classroom/lab_setup.py)
+	@$(PY) -m helpers.classroom.lab_setup
 	@touch $@
 
 # Containers often run as root, which JupyterLab refuses without this flag.
@@ -37,13 +37,13 @@ lab: $(STAMP)
 # The two suites side by side: the notebooks' kernels run on one core while the unit tests use the other
 # (--output-sync prints each suite's output whole, when it ends). The quiet IPython profile is written once first.
 test: $(STAMP)
-	@$(PY) -m helpers.lab_setup --quiet-profile .cache/ipython
+	@$(PY) -m helpers.classroom.lab_setup --quiet-profile .cache/ipython
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-unit test-notebooks
 
 # HYPOTHESIS_PROFILE=ci: the property tests run the same examples every time (tests/conftest.py).
-# IPYTHONDIR: the kernels the tests start log errors only (helpers/lab_setup.py says why)
+# IPYTHONDIR: the kernels the tests start log errors only (helpers/classroom/lab_setup.py says why)
 test-unit: $(STAMP)
-	@$(PY) -m helpers.lab_setup --quiet-profile .cache/ipython
+	@$(PY) -m helpers.classroom.lab_setup --quiet-profile .cache/ipython
 	IPYTHONDIR=$(CURDIR)/.cache/ipython PROFILING_MODE=recorded PROFILING_HEADLESS=1 HYPOTHESIS_PROFILE=ci \
 	  $(PY) -m pytest -q tests
 
@@ -51,7 +51,7 @@ test-unit: $(STAMP)
 # its question, over the whole series (the last item, series-leaks).
 test-notebooks: $(STAMP)
 	@mkdir -p .cache && rm -f .cache/journal-test.json
-	@$(PY) -m helpers.lab_setup --quiet-profile .cache/ipython
+	@$(PY) -m helpers.classroom.lab_setup --quiet-profile .cache/ipython
 	IPYTHONDIR=$(CURDIR)/.cache/ipython PROFILING_MODE=recorded PROFILING_HEADLESS=1 PROFILING_LEAK_CHECK=1 PROFILING_JOURNAL=$(CURDIR)/.cache/journal-test.json \
 	  PYTHONPATH=$(CURDIR)/tests:$(CURDIR) $(PY) -m pytest -q -p no:cacheprovider -p series_leaks --nbval-lax --nbval-current-env \
 	  --nbval-sanitize-with notebooks/sanitize.cfg $(or $(NOTEBOOKS),notebooks)

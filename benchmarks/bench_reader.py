@@ -6,7 +6,7 @@
 
 For each file, each side runs in a fresh Python process, the sides taking turns:
 
-* ours: ``helpers.trace.read_trace`` plus ``helpers.facts.summarize``, the
+* ours: ``helpers.reader.trace.read_trace`` plus ``helpers.facts.summarize``, the
   full facts summary that ``python -m helpers summarize`` prints; and, apart,
   ``read_trace`` alone;
 * HTA: ``hta.trace_analysis.TraceAnalysis(trace_dir=...)``, which loads and
@@ -97,7 +97,7 @@ def _child(side: str, target: str) -> None:
     if side == "ours":
         sys.path.insert(0, str(ROOT))
         from helpers.facts import summarize
-        from helpers.trace import PARSER, read_trace
+        from helpers.reader.trace import PARSER, read_trace
 
         def load():
             t = read_trace(target)
@@ -107,8 +107,8 @@ def _child(side: str, target: str) -> None:
     elif side == "roofline":
         sys.path.insert(0, str(ROOT))
         from helpers.facts import summarize
-        from helpers.roofline import roofline
-        from helpers.trace import PARSER, read_trace
+        from helpers.facts.roofline import roofline
+        from helpers.reader.trace import PARSER, read_trace
 
         def load():  # all that `python -m helpers summarize` does: read, summary, then the roofline
             t = read_trace(target)
@@ -119,7 +119,7 @@ def _child(side: str, target: str) -> None:
                     "sized_share": r.sized_share, **t.read_by}
     elif side == "read":
         sys.path.insert(0, str(ROOT))
-        from helpers.trace import read_trace
+        from helpers.reader.trace import read_trace
 
         def load():
             t = read_trace(target)
@@ -167,7 +167,7 @@ def _child(side: str, target: str) -> None:
     info = load()
     seconds = time.perf_counter() - t
     peak = _status()["VmHWM"]
-    # the reader's forked workers (helpers/trace_parts.py) report their own peak growth: added, as if
+    # the reader's forked workers (helpers/reader/parts.py) report their own peak growth: added, as if
     # every process had peaked at the same moment (an upper bound on what the read cost at once)
     info.update(seconds=seconds, peak_growth=max(0, peak - before) + info.pop("worker_peak_bytes", 0),
                 peak_reset=reset)
@@ -395,8 +395,8 @@ def main() -> int:
                          f"{r['extra']['sized_share']:.0%}"))
         _print_table(rows)
         sys.path.insert(0, str(ROOT))
-        from helpers.roofline import roofline
-        from helpers.trace import read_trace
+        from helpers.facts.roofline import roofline
+        from helpers.reader.trace import read_trace
 
         ref = read_trace(TORCH_SOURCE)
         t1 = time.perf_counter()

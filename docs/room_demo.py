@@ -28,7 +28,7 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from helpers import journal, widgets  # noqa: E402
+from helpers.lesson import journal, widgets
 
 # Each reveal's verdict call in notebook 03, with the actual= it needs: (text in the cell, replacement).
 PATCH = [

@@ -2,9 +2,9 @@
 
 Importing this package is cheap and never imports torch: the trace reader and
 the facts run on any machine. The notebooks import what they need from the
-submodules: ``helpers.profiling`` (profile a workload, live or from the
-recordings), ``helpers.facts`` (what a trace says), ``helpers.plots``,
-``helpers.widgets`` (predict, then reveal), ``helpers.show`` (banner, tables).
+submodules: ``helpers.runs.profiling`` (profile a workload, live or from the
+recordings), ``helpers.facts`` (what a trace says), ``helpers.lesson.plots``,
+``helpers.lesson.widgets`` (predict, then reveal), ``helpers.lesson.show`` (banner, tables).
 README.md lists every module.
 """
 

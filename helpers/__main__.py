@@ -15,7 +15,7 @@ import re
 import sys
 from typing import Any, NoReturn
 
-from .trace import TraceError, read_trace
+from .reader.trace import TraceError, read_trace
 
 
 class _Parser(argparse.ArgumentParser):
@@ -62,7 +62,7 @@ def _print_json(obj: Any) -> None:
 
 def _ranks(folder: str):
     """A folder of rank traces, read; what was skipped said on stderr, a line each."""
-    from .distributed import read_ranks
+    from .advice.distributed import read_ranks
 
     r = read_ranks(folder)
     for name, why in r.skipped:
@@ -82,10 +82,10 @@ def _read(path: str):
 
 def _summarize(a: argparse.Namespace) -> int:
     from .facts import summarize
-    from .text import summary_text
+    from .facts.text import summary_text
 
     if os.path.isdir(a.trace):
-        from .distributed import ranks_text
+        from .advice.distributed import ranks_text
 
         r = _ranks(a.trace)
         if a.json:
@@ -93,7 +93,7 @@ def _summarize(a: argparse.Namespace) -> int:
         else:
             print(ranks_text(r, top=a.top))
         return 0
-    from .roofline import roofline, roofline_text
+    from .facts.roofline import roofline, roofline_text
 
     t = _read(a.trace)
     s = summarize(t)
@@ -110,10 +110,10 @@ def _summarize(a: argparse.Namespace) -> int:
 def _diagnose(a: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from .diagnose import diagnose, text
+    from .advice.diagnose import diagnose, text
 
     if os.path.isdir(a.trace):
-        from .distributed import diagnose_ranks
+        from .advice.distributed import diagnose_ranks
 
         found = diagnose_ranks(_ranks(a.trace))
     else:
@@ -126,7 +126,7 @@ def _diagnose(a: argparse.Namespace) -> int:
 
 
 def _room(a: argparse.Namespace) -> int:
-    from .room import RoomError, run
+    from .classroom.room import RoomError, run
 
     try:
         return run(a.paths, html_out=a.html, only=a.question)
@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     pf.set_defaults(run=None)
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["preflight"]:  # its own options; imports nbclient, so only when asked
-        from .preflight import main as preflight
+        from .classroom.preflight import main as preflight
 
         return preflight(argv[1:])
     a = ap.parse_args(argv)

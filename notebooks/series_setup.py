@@ -10,7 +10,7 @@ import sys
 
 CLONE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-if not os.path.isfile(os.path.join(CLONE, "helpers", "colab.py")):
+if not os.path.isfile(os.path.join(CLONE, "helpers", "lesson", "colab.py")):
     raise ModuleNotFoundError(f"series_setup.py expects the series' helpers/ folder beside {os.path.dirname(__file__)}: "
                               "keep the notebooks inside their clone (or run 'make lab' there).")
 if CLONE not in sys.path:

@@ -107,7 +107,7 @@ def reader_without_msgspec() -> ModuleType:
             pkg = importlib.util.module_from_spec(spec)
             sys.modules[name] = pkg
             spec.loader.exec_module(pkg)
-            _without_msgspec = importlib.import_module(name + ".trace")
+            _without_msgspec = importlib.import_module(name + ".reader.trace")
         finally:
             if saved is None:
                 del sys.modules["msgspec"]

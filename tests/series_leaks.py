@@ -2,10 +2,10 @@
 
 nbval executes the series in order, headless, with ``PROFILING_LEAK_CHECK=1``:
 each question then marks itself, with the facts that decide it, in its
-cell's output (:mod:`helpers.widgets`). This plugin keeps every executed
+cell's output (:mod:`helpers.lesson.widgets`). This plugin keeps every executed
 cell's outputs as nbval receives them and adds one last test item,
 ``series-leaks``, which reads the series in order with the markdown cells
-and fails on any fact shown before its question (:func:`helpers.spoilers.find_leaks`);
+and fails on any fact shown before its question (:func:`helpers.lesson.spoilers.find_leaks`);
 and ``series-quiet``, which fails on any output written to stderr (a warning under a reveal).
 The series runs once: the checks read the outputs of that same run.
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.spoilers import Leak, find_leaks
+from helpers.lesson.spoilers import Leak, find_leaks
 
 COINCIDENCES = Path(__file__).with_name("leak_coincidences.json")
 

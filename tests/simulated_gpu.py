@@ -6,8 +6,8 @@ figures. This harness makes torch say it, in the notebook's own kernel, before
 any cell runs (an IPython startup file in a temporary ``IPYTHONDIR``):
 
 * ``torch.cuda`` reports the simulated GPU (name, compute capability, memory,
-  SM count), so :func:`helpers.mode.environment` says *live*;
-* every profiled GPU run (:func:`helpers.runner.run_live` / ``run_fresh`` on
+  SM count), so :func:`helpers.runs.mode.environment` says *live*;
+* every profiled GPU run (:func:`helpers.runs.runner.run_live` / ``run_fresh`` on
   ``"cuda"``) is served from the recorded reference set: the recording of the
   same workload, copied under the tag the run asked for, with its dtype words
   rewritten to the simulated dtype (``bf16`` -> ``fp16``, ``bfloat16`` ->
@@ -15,12 +15,12 @@ any cell runs (an IPython startup file in a temporary ``IPYTHONDIR``):
   ``bf16`` left in a notebook's output comes from the notebook's own prose or
   code, not from a trace;
 * an SDPA backend the simulated GPU lacks raises
-  :class:`helpers.workload.BackendUnavailable`, as the real probe does;
+  :class:`helpers.runs.workload.BackendUnavailable`, as the real probe does;
 * what a notebook runs for real on ``"cuda"`` (notebook 01's hand-written
   profiling loop, notebook 11's own model) runs on this CPU instead: tensor
   factories, ``.to()`` and ``.cuda()`` map a CUDA device to the CPU, and the
   profiler drops its CUDA activity (there is no GPU to trace);
-* every question (:func:`helpers.widgets.ask`) is logged with its text, its
+* every question (:func:`helpers.lesson.widgets.ask`) is logged with its text, its
   choices and the verdicts its reveal gave, beside the journal.
 
 What is *not* simulated: the kernels. A served trace holds the reference
@@ -71,8 +71,8 @@ class SimulatedGPU:
 
     @property
     def dtype(self) -> str:
-        """The series' dtype on this GPU (helpers.workload.pick_dtype's rule)."""
-        from helpers.workload import pick_dtype
+        """The series' dtype on this GPU (helpers.runs.workload.pick_dtype's rule)."""
+        from helpers.runs.workload import pick_dtype
 
         return pick_dtype("cuda", self.capability)
 
@@ -242,9 +242,9 @@ def _fake_cuda(torch: Any, gpu: SimulatedGPU) -> None:
 
 def _serve_from_reference(gpu: SimulatedGPU, runner: Any) -> None:
     """GPU runs come from the reference set, in this GPU's dtype; CPU runs stay live."""
-    from helpers import tags
-    from helpers.reference import reference_set
-    from helpers.workload import BackendUnavailable, Workload
+    from helpers.runs import tags
+    from helpers.runs.reference import reference_set
+    from helpers.runs.workload import BackendUnavailable, Workload
 
     live = {"run_live": runner.run_live, "run_fresh": runner.run_fresh}
 
@@ -286,7 +286,7 @@ def _serve_from_reference(gpu: SimulatedGPU, runner: Any) -> None:
 
 def _log_questions(log: Path) -> None:
     """Every question asked, with its text, its choices and the verdicts its reveal gave, one JSON line each."""
-    from helpers import widgets
+    from helpers.lesson import widgets
 
     ask, verdict, inconclusive = widgets.ask, widgets.verdict, widgets.inconclusive
     given: list[list[Any]] = []
@@ -326,8 +326,8 @@ def _measurements_from_reference(gpu: SimulatedGPU) -> None:
 
     Their source says so: the figures are the reference GPU's, not the simulated one's.
     """
-    from helpers import comparisons, idle_gpu
-    from helpers.reference import reference_set
+    from helpers.runs import comparisons, idle_gpu
+    from helpers.runs.reference import reference_set
 
     measure = comparisons.measure
 
@@ -358,7 +358,7 @@ def install(spec: dict[str, Any]) -> None:
         sys.path.insert(0, root)  # what the notebook's first cell does: this clone's helpers, nothing else
     import torch
 
-    from helpers import mode, runner
+    from helpers.runs import mode, runner
 
     runner.RUNS = Path(spec["runs"])  # a scratch folder, not the clone's traces/runs
     _log_questions(Path(spec["questions"]))
@@ -429,7 +429,7 @@ def run_notebook(path: Path, gpu: SimulatedGPU | None, workdir: Path, timeout: i
             "questions": str(questions), "installed": str(installed)}
     (startup / "00-simulated-gpu.py").write_text(_STARTUP.format(module=str(Path(__file__).resolve()),
                                                                  spec=json.dumps(spec)))
-    from helpers.lab_setup import quiet_profile
+    from helpers.classroom.lab_setup import quiet_profile
 
     quiet_profile(workdir / "ipython")  # kernel log lines below errors left out, as in make test
     env = {k: v for k, v in os.environ.items()
@@ -497,11 +497,11 @@ BF16 = re.compile(r"bf16|bfloat16", re.I)
 def attributed_elsewhere(gpu: SimulatedGPU | None) -> list[str]:
     """Text that may name bf16 on any GPU because it says so of someone else's run, longest first.
 
-    The article's figures (helpers.article: its A100 ran bf16) and the banner's dtype note (which says this
+    The article's figures (helpers.lesson.article: its A100 ran bf16) and the banner's dtype note (which says this
     GPU has *no* bf16) come from the helpers, each attributed; a notebook's own words are not in this list.
     """
-    from helpers import article
-    from helpers.workload import dtype_note
+    from helpers.lesson import article
+    from helpers.runs.workload import dtype_note
 
     words: set[str] = set()
     for f in article.FIGURES.values():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import article
+from helpers.lesson import article
 
 
 def test_every_figure_names_its_run_and_place():

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from helpers import checkpoint
+from helpers.lesson import checkpoint
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ import nbformat
 import pytest
 
 from conftest import ROOT
-from helpers import colab, mode, profiling, runner, tags
-from helpers import workload as wl
+from helpers.lesson import colab
+from helpers.runs import mode, profiling, runner, tags, workload as wl
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
@@ -156,7 +156,7 @@ def test_set_repository_rewrites_every_badge_and_cell(tmp_path):
         assert md.source.startswith("[![Open In Colab]") and "github/someone/fork/blob/main/notebooks/" in md.source
         assert md.source.count("Open In Colab") == 1
         assert code.source == colab.bootstrap_source("https://github.com/someone/fork")
-    assert 'REPOSITORY = "https://github.com/someone/fork"' in (tmp_path / "helpers" / "colab.py").read_text()
+    assert 'REPOSITORY = "https://github.com/someone/fork"' in (tmp_path / "helpers" / "lesson" / "colab.py").read_text()
 
 
 # --- simulated GPUs -------------------------------------------------------------------
@@ -245,7 +245,7 @@ def test_notebook_15s_banner_says_where_its_pairs_come_from(monkeypatch, gpus):
     """Live on one GPU, notebook 15 reads the recorded pair: its banner must not say every trace is recorded now."""
     import torch
 
-    from helpers import ddp
+    from helpers.runs import ddp
 
     fake_gpu(monkeypatch, "NVIDIA H200", 9, 0, 140, 130)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)

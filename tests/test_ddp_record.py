@@ -1,4 +1,4 @@
-"""Notebook 15's recorder on this CPU (helpers/ddp.py, helpers/ddp_train.py): a real two-rank run over gloo, made
+"""Notebook 15's recorder on this CPU (helpers/runs/ddp.py, helpers/runs/ddp_train.py): a real two-rank run over gloo, made
 here, read by the distributed reader; and ddp.balance, the check that a base run's ranks enter together."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from conftest import raw_doc
-from helpers import ddp, distributed
+from helpers.runs import ddp
+from helpers.advice import distributed
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,8 @@ import sys
 
 
 from conftest import ROOT
-from helpers.diagnose import ISSUE, diagnose
-from helpers.trace import read_trace
+from helpers.advice.diagnose import ISSUE, diagnose
+from helpers.reader.trace import read_trace
 
 
 def rules(h200, tag):

@@ -14,11 +14,11 @@ import pytest
 
 from conftest import EXTERNAL, H200, ROOT
 from helpers import facts
-from helpers.diagnose import diagnose, first_line, text
-from helpers.findings import CAUSES_OF_IDLE, GPU_SIDE, ISSUE, NOTE, NOTE_BELOW
-from helpers.distributed import diagnose_ranks, read_ranks
-from helpers.slow_loop import FIXES, slow_loop
-from helpers.trace import read_trace
+from helpers.advice.diagnose import diagnose, first_line, text
+from helpers.advice.findings import CAUSES_OF_IDLE, GPU_SIDE, ISSUE, NOTE, NOTE_BELOW
+from helpers.advice.distributed import diagnose_ranks, read_ranks
+from helpers.runs.slow_loop import FIXES, slow_loop
+from helpers.reader.trace import read_trace
 
 SMALL_OPS = "tiny work per launch: the GPU idles between launches"
 GEMM = "large GEMMs keep the GPU busy; the CPU runs ahead"
@@ -247,8 +247,8 @@ def test_one_table_the_cheat_sheet_and_diagnose_read():
     import subprocess
     import sys
 
-    from helpers import rulebook
-    from helpers.diagnose import RULES
+    from helpers.advice import rulebook
+    from helpers.advice.diagnose import RULES
 
     out = subprocess.run([sys.executable, str(ROOT / "tools" / "cheat_sheet.py"), "--check"], capture_output=True,
                          text=True)

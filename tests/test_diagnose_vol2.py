@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, cli, ext
-from helpers import step_facts as sf
-from helpers.diagnose import ISSUE, RULES, diagnose
-from helpers.text import nbytes, us
-from helpers.trace import read_trace
+from helpers.facts import step_facts as sf
+from helpers.advice.diagnose import ISSUE, RULES, diagnose
+from helpers.facts.text import nbytes, us
+from helpers.reader.trace import read_trace
 
 CLEAN = ["4096_bf16_warm_eager", "4096_bf16_cold_eager", "4096_bf16_warm_compile", "64_bf16_warm_eager"]
 
@@ -54,7 +54,7 @@ def test_hidden_sync_names_the_ops_that_waited(found):
 def test_input_bound_and_what_overhead_bound_says_then(found):
     assert fired(found, "input-bound") == {tag("input-w0"), tag("input-w0-pin-nb"), tag("input-w4-pin-nb")}
     f = found[tag("input-w0")]["input-bound"]
-    from helpers import step_facts as sf
+    from helpers.facts import step_facts as sf
 
     share = sf.dataloader_share(read_trace(ROOT / "traces/reference/nvidia-h200" / f"{tag('input-w0')}.json"))
     assert f.notebook == "14" and f"({share:.0%})" in f.evidence[0] and "idle for 100%" in f.evidence[0]
@@ -181,7 +181,7 @@ def test_every_external_trace_gives_findings_with_evidence(external):
 
 def test_the_cheat_sheets_reference_numbers_are_the_traces(h200):
     """The figures the new rows quote from the H200 reference set, computed again from the traces."""
-    from helpers import step_facts as sf
+    from helpers.facts import step_facts as sf
 
     sheet = (ROOT / "docs" / "cheat-sheet.md").read_text()
     row = next(ln for ln in sheet.splitlines() if "`pageable-copies`" in ln)

@@ -1,4 +1,4 @@
-"""Several ranks' traces read together (helpers/distributed.py), checked against the raw JSON of real traces.
+"""Several ranks' traces read together (helpers/advice/distributed.py), checked against the raw JSON of real traces.
 
 HTA's two-rank training pair (external) and the project's own two-H200 recordings (traces/ranks/) are read
 by the json module here, and the figures the module gives are computed again another way: interval sums
@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, cli, raw_doc
-from helpers import distributed as D
-from helpers import trace_source
+from helpers.advice import distributed as D
+from helpers.reader import source as trace_source
 from helpers import facts
-from helpers.diagnose import diagnose
-from helpers.trace import TraceError, read_trace
+from helpers.advice.diagnose import diagnose
+from helpers.reader.trace import TraceError, read_trace
 
 RANKS = ROOT / "traces" / "ranks"
 GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
@@ -433,7 +433,7 @@ def test_top_limits_the_matched_table(pair):
     assert "matched collectives, in time order" not in cli("summarize", pair, "--top", "0").stdout
 
 
-# --- notebook 15's pairs, recorded on two H200s by python -m helpers.ddp record ------------------------
+# --- notebook 15's pairs, recorded on two H200s by python -m helpers.runs.ddp record ------------------------
 
 
 def _nccl_starts_us(path):
@@ -447,7 +447,7 @@ def _nccl_starts_us(path):
 
 
 def test_the_recorded_straggler_is_rank_1_as_planted(h200):
-    """rank 1 sleeps before every step (helpers/ddp_train.py --straggle-ms): it enters every all-reduce last."""
+    """rank 1 sleeps before every step (helpers/runs/ddp_train.py --straggle-ms): it enters every all-reduce last."""
     folder = h200 / "ddp" / "straggler"
     r = D.read_ranks(folder)
     assert r.straggler.rank == 1 and r.backend == "nccl" and r.world_size == 2

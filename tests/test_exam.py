@@ -12,9 +12,12 @@ from pathlib import Path
 import pytest
 
 from conftest import H200, ROOT
-from helpers import diagnose, exam, facts, journal, memory, profile_table, roofline, rulebook, widgets
-from helpers.findings import ISSUE, Finding
-from helpers.trace import read_trace
+from helpers import facts
+from helpers.advice import diagnose, exam, rulebook
+from helpers.lesson import journal, widgets
+from helpers.facts import memory, profile_table, roofline
+from helpers.advice.findings import ISSUE, Finding
+from helpers.reader.trace import read_trace
 
 NOTEBOOK = ROOT / "notebooks" / "17_the_exam.ipynb"
 EXAM_SET = ROOT / "traces" / "exam" / "nvidia-h200"
@@ -223,7 +226,7 @@ def test_the_evidence_decides_nothing_itself(monkeypatch):
     import matplotlib
 
     matplotlib.use("Agg")
-    from helpers import show
+    from helpers.lesson import show
     from helpers.lessons import n17_the_exam as lesson
 
     said: list[str] = []
@@ -306,3 +309,8 @@ def test_the_table_is_the_one_torch_printed(tag):
     assert text.splitlines()[-2].startswith("Self CPU time total")
     with pytest.raises(ValueError, match="sort_by"):
         profile_table.text(t, "nonsense")
+
+
+def test_the_exam_and_the_journal_name_one_notebook():
+    """advice imports no screen, so the exam states its notebook's number itself: the journal's, scored apart."""
+    assert exam.NOTEBOOK == journal.EXAM

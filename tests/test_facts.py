@@ -10,8 +10,8 @@ import pytest
 
 from conftest import raw_events
 from helpers import facts
-from helpers import kernel_kinds as kk
-from helpers.trace import read_trace
+from helpers.facts import kernel_kinds as kk
+from helpers.reader.trace import read_trace
 
 
 def load(h200, tag):
@@ -252,7 +252,7 @@ def test_compiled_regions_and_recompiles():
 
 
 def test_median_step_and_main_thread(h200):
-    from helpers.trace import read_trace
+    from helpers.reader.trace import read_trace
 
     t = read_trace(h200 / "64_bf16_warm_eager.json")
     st = facts.steps(t)

@@ -1,10 +1,10 @@
-"""A training step's GEMMs one call at a time (helpers.gemm_table), on the H200 traces of notebooks 12 and 13."""
+"""A training step's GEMMs one call at a time (helpers.facts.gemm_table), on the H200 traces of notebooks 12 and 13."""
 
 from __future__ import annotations
 
-from helpers import gemm_table as gt
-from helpers.spoilers import Fact, found, plain_text
-from helpers.trace import read_trace
+from helpers.facts import gemm_table as gt
+from helpers.lesson.spoilers import Fact, found, plain_text
+from helpers.reader.trace import read_trace
 
 
 def load(h200, tag):

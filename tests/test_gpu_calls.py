@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import facts, gpu_calls
-from helpers import kernel_kinds as kk
-from helpers.measure import HELD, INCONCLUSIVE, MISSED, Spread
+from helpers import facts
+from helpers.facts import gpu_calls, kernel_kinds as kk
+from helpers.facts.measure import HELD, INCONCLUSIVE, MISSED, Spread
 
 
 @pytest.fixture(autouse=True)
 def _recorded(monkeypatch, h200):
     monkeypatch.setenv("PROFILING_MODE", "recorded")
-    from helpers import mode
+    from helpers.runs import mode
 
     mode.environment.cache_clear()
     yield
@@ -20,13 +20,13 @@ def _recorded(monkeypatch, h200):
 
 
 def _run(w, **kw):
-    from helpers.profiling import profile
+    from helpers.runs.profiling import profile
 
     return profile(w, warm=True, **kw)
 
 
 def test_per_call_is_one_sample_per_recorded_call_and_sums_to_the_traces_gpu_time():
-    from helpers.workload import mlp
+    from helpers.runs.workload import mlp
 
     r = _run(mlp())
     s = gpu_calls.per_call(r)
@@ -38,7 +38,7 @@ def test_per_call_is_one_sample_per_recorded_call_and_sums_to_the_traces_gpu_tim
 
 
 def test_by_top_op_splits_each_call_by_the_ops_under_the_label():
-    from helpers.workload import attention
+    from helpers.runs.workload import attention
 
     r = _run(attention("naive"))
     parts = gpu_calls.by_top_op(r)

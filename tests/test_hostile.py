@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROCM, ROOT, SMALL, cli, columns, ext, raw_doc, reader_without_msgspec
-from helpers import trace_source
-from helpers.trace import read_trace
+from helpers.reader import source as trace_source
+from helpers.reader.trace import read_trace
 
 
 def strict(text: str):
@@ -399,7 +399,7 @@ def test_the_limit_follows_the_trace_and_the_clock(tmp_path, dur, window, kept):
 
 
 def test_set_aside_alike_with_and_without_numpy(tmp_path, monkeypatch):
-    from helpers import vector
+    from helpers.reader import vector
 
     path = write(tmp_path, _with_duration(1e30, n=3000, window=1e6))  # 9,000 events: numpy's path
     with_numpy = read_trace(path)
@@ -466,7 +466,7 @@ def test_an_empty_path_says_so(command):
 
 def test_waits_on_a_trace_without_steps_are_not_said_to_be_in_steps():
     """HTA's AlexNet trace has no ProfilerStep#: its 16 waits are in the trace, not "inside the recorded steps"."""
-    from helpers.diagnose import diagnose
+    from helpers.advice.diagnose import diagnose
 
     found = {f.rule: f for f in diagnose(read_trace(ext(
         "hta_critical_path_alexnet_benchmark_result_2869224_1695835535_trace.json.gz")))}

@@ -1,7 +1,12 @@
-"""The helpers' imports point one way: no module imports, directly or round a circle, one that imports it back.
+"""The helpers' imports point one way: no module imports, directly or round a circle, one that imports it back;
+and no package imports one above it.
 
 Every import counts, a function's or a type checker's too: a circle through a type hint still means that neither
 module can be read, or moved, without the other. (Issue 25 measured three circles; none is left.)
+
+The packages stand on floors (docs/architecture.md draws them): the reader at the bottom, then the facts, the
+advice, the runs, the lesson (with the per-notebook modules in helpers/lessons/) and the classroom. A module may
+import its own package and any floor below; an import up a floor is a layer upside down.
 """
 
 from __future__ import annotations
@@ -10,20 +15,48 @@ import ast
 
 from conftest import ROOT
 
+#: each package's floor; helpers/__init__.py (ROOT) is below them all, the command line (__main__) above
+FLOORS = {"helpers": -1, "reader": 0, "facts": 1, "advice": 2, "runs": 3, "lesson": 4, "lessons": 5,
+          "classroom": 6, "__main__": 7}
+
+
+def _modules() -> dict[str, object]:
+    """Every module under helpers/, by dotted name (a package by its own name: ``helpers.facts``)."""
+    mods = {}
+    for path in (ROOT / "helpers").rglob("*.py"):
+        parts = ("helpers",) + path.relative_to(ROOT / "helpers").with_suffix("").parts
+        mods[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return mods
+
+
 def _graph() -> dict[str, set[str]]:
-    """helpers' top-level modules -> the helpers modules each imports (at the top or inside a function)."""
-    mods = {p.stem: p for p in (ROOT / "helpers").glob("*.py")}
+    """helpers' modules -> the helpers modules each imports (at the top or inside a function)."""
+    mods = _modules()
     edges = {}
     for name, path in mods.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         deps = set()
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.level == 1:
-                deps |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("helpers"):
-                parts = node.module.split(".")
-                deps |= {parts[1]} if len(parts) > 1 else {a.name for a in node.names}
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[:len(package.split(".")) - (node.level - 1)]
+                    base = ".".join(base + ([node.module] if node.module else []))
+                elif (node.module or "").split(".")[0] == "helpers":
+                    base = node.module
+                else:
+                    continue
+                for a in node.names:
+                    deps.add(f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base)
+            elif isinstance(node, ast.Import):
+                deps |= {a.name for a in node.names if a.name.split(".")[0] == "helpers"}
         edges[name] = {d for d in deps if d in mods and d != name}
     return edges
+
+
+def floor(module: str) -> int:
+    """The floor of a module's package (helpers.facts.steps -> the facts' floor)."""
+    parts = module.split(".")
+    return FLOORS[parts[1]] if len(parts) > 1 else FLOORS["helpers"]
 
 
 def circles(edges: dict[str, set[str]]) -> list[set[str]]:
@@ -66,5 +99,50 @@ def test_the_finder_finds_a_circle():
     assert circles({"a": {"b"}, "b": set()}) == []
 
 
+def test_the_graph_sees_every_kind_of_import():
+    edges = _graph()
+    assert "helpers.reader.trace" in edges["helpers.reader"]  # a package's own __init__, `from .trace import`
+    assert "helpers.reader.trace" in edges["helpers.facts.memory"]  # `from ..reader.trace import`, two dots
+    assert "helpers.facts" in edges["helpers.advice.diagnose"]  # `from .. import facts`: the package's face
+    assert "helpers.lesson.widgets" in edges["helpers.lessons.n00_before_we_start"]
+
+
 def test_no_import_circle():
     assert circles(_graph()) == []
+
+
+def test_every_package_has_a_floor():
+    assert {m.split(".")[1] for m in _modules() if "." in m} <= set(FLOORS)
+
+
+def test_no_import_up_a_floor():
+    """The reader imports nothing above it, the facts only the reader, the advice never runs or draws, and so on."""
+    up = sorted(f"{a} -> {b}" for a, deps in _graph().items() for b in deps if floor(b) > floor(a))
+    assert up == []
+
+
+#: modules not split yet (issue 25): each leaves this list when it is split, and the list only shrinks
+NOT_YET_SPLIT = {"helpers.advice.distributed", "helpers.classroom.room", "helpers.facts.roofline",
+                 "helpers.lessons.n12_a_training_step", "helpers.reader.json_events"}
+
+
+def test_no_module_is_long():
+    """A module a newcomer can read in one sitting: about 600 lines at most."""
+    long = {m: n for m, p in _modules().items() if (n := len(p.read_text().splitlines())) > 660}
+    assert set(long) <= NOT_YET_SPLIT, {m: n for m, n in long.items() if m not in NOT_YET_SPLIT}
+    assert not NOT_YET_SPLIT - set(long), "split: take it off NOT_YET_SPLIT"
+
+
+def test_every_module_run_by_name_exists():
+    """Modules started as ``python -m ...`` in a subprocess are named in strings, which no import checks: each must
+    resolve (the recorder's fresh processes, the cold runs' process, the ranks' training script)."""
+    import importlib.util
+
+    from helpers.runs import record
+
+    names = [f"{record.FRESH_PACKAGE}.{m}" for m in record.FRESH_MODULES]
+    names += ["helpers.runs.runner", "helpers.runs.ddp_train", "helpers.classroom.lab_setup"]
+    for name in names:
+        assert importlib.util.find_spec(name) is not None, name
+    src = (ROOT / "helpers" / "runs" / "record.py").read_text()
+    assert all(f'_fresh("{m}"' in src for m in record.FRESH_MODULES)

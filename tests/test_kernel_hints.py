@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import kernel_hints
+from helpers.lesson import kernel_hints
 
 
 def test_the_hint_names_what_is_missing_and_what_to_do():
@@ -37,7 +37,7 @@ def test_a_fresh_kernel_of_the_environment_says_it_before_any_cell_ran(tmp_path,
 def test_the_environment_s_lab_has_no_news_pop_up_and_keeps_other_settings(tmp_path):
     import json
 
-    from helpers import lab_setup
+    from helpers.classroom import lab_setup
 
     over = tmp_path / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
     over.parent.mkdir(parents=True)
@@ -50,7 +50,7 @@ def test_the_environment_s_lab_has_no_news_pop_up_and_keeps_other_settings(tmp_p
 
 
 def test_make_s_environment_has_them(request):
-    """`make lab`/`make test` ran helpers.lab_setup in the environment running these tests (.venv)."""
+    """`make lab`/`make test` ran helpers.classroom.lab_setup in the environment running these tests (.venv)."""
     import sys
     from pathlib import Path
 

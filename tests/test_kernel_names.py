@@ -1,4 +1,4 @@
-"""What kernel names say (helpers.kernel_names): every name in the traces decodes; real names read right."""
+"""What kernel names say (helpers.facts.kernel_names): every name in the traces decodes; real names read right."""
 
 from __future__ import annotations
 
@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers import kernel_kinds as kk
-from helpers.facts import gpu_work, kind_of
-from helpers.kernel_names import RULES, decode
-from helpers.trace import TraceError, read_trace
+from helpers.facts import kernel_kinds as kk, gpu_work, kind_of
+from helpers.facts.kernel_names import RULES, decode
+from helpers.reader.trace import TraceError, read_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 EXTERNAL = Path("/work/shared/external-traces")

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from helpers import measure
-from helpers.lessons import _shared
-from helpers.lessons import n01_setting_up_the_profiler as n01
-from helpers.measure import Spread
-from helpers.timing import Timing
+from helpers.facts import measure
+from helpers.lessons import _shared, n01_setting_up_the_profiler as n01
+from helpers.facts.measure import Spread
+from helpers.runs.timing import Timing
 
 
 def _run(tag, ops, profiled, unprofiled):
@@ -58,8 +57,8 @@ def test_why_cost_inconclusive_when_an_extra_reaches_zero():
 
 from pathlib import Path  # noqa: E402
 
-from helpers import one_trace  # noqa: E402
-from helpers.trace import read_trace  # noqa: E402
+from helpers.facts import one_trace
+from helpers.reader.trace import read_trace
 
 H200 = Path(__file__).resolve().parent.parent / "traces" / "reference" / "nvidia-h200"
 
@@ -97,7 +96,7 @@ def test_spilled_finds_work_launched_before_the_first_step():
 
 # --- notebook 03: step durations graded with their tolerance -----------------------------------------------------
 
-from helpers.facts import Step  # noqa: E402
+from helpers.facts import Step
 from helpers.lessons import n03_schedule_and_warmup as n03  # noqa: E402
 
 

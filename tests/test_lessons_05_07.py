@@ -11,14 +11,14 @@ import copy
 
 import pytest
 
-from helpers import comparisons, facts, idle_gpu, journal, measure, spoilers, widgets
-from helpers import kernel_kinds as kk
-from helpers.lessons import n05_a_batch_axis as n05
-from helpers.lessons import n06_occupancy as n06
-from helpers.lessons import n07_kernel_variance as n07
-from helpers.measure import Measured, Spread
-from helpers.profiling import Schedule, profile
-from helpers.workload import matmul_add
+from helpers import facts
+from helpers.runs import comparisons, idle_gpu
+from helpers.lesson import journal, spoilers, widgets
+from helpers.facts import measure, kernel_kinds as kk
+from helpers.lessons import n05_a_batch_axis as n05, n06_occupancy as n06, n07_kernel_variance as n07
+from helpers.facts.measure import Measured, Spread
+from helpers.runs.profiling import Schedule, profile
+from helpers.runs.workload import matmul_add
 
 
 @pytest.fixture
@@ -35,7 +35,7 @@ def headless(tmp_path, monkeypatch):
         shown.append(spoilers.plain_text(data if isinstance(data, str) else str(obj)))
 
     monkeypatch.setattr(widgets, "_display", display)
-    from helpers import show
+    from helpers.lesson import show
 
     monkeypatch.setattr(show, "_display_html", lambda text: shown.append(spoilers.plain_text(text)))
     monkeypatch.setattr(show, "display_figure", lambda fig: shown.append("[figure]"))

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import comparisons
+from helpers.runs import comparisons
 from helpers.lessons import n12_a_training_step as n12
-from helpers.measure import HELD, INCONCLUSIVE, MISSED
-from helpers.profiling import recorded
-from helpers.training import train_step
+from helpers.facts.measure import HELD, INCONCLUSIVE, MISSED
+from helpers.runs.profiling import recorded
+from helpers.runs.training import train_step
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +100,7 @@ def test_the_peak_sits_in_backward_after_forward_ended_lower(memory_runs):
 
 def test_the_peak_reveal_draws_allocated_alone(memory_runs, monkeypatch):
     """13.reserved is asked after 13.peak: 13.peak's plot must not show the reserved line (issue 20's leak)."""
-    from helpers import show
+    from helpers.lesson import show
 
     run, _ = memory_runs
     figs = []

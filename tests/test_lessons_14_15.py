@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from helpers import spoilers
+from helpers.lesson import spoilers
 
 
 def test_the_leak_check_reads_no_script():
@@ -18,7 +18,7 @@ def test_the_leak_check_reads_no_script():
 def test_15_all_reduces_take_the_place_their_launch_gives_them(h200):
     """A step's all-reduce kernels can run after its CPU span has ended: their place in the step comes from the
     CPU call that launched them, so the planted sleep shows where it acts, in the first all-reduce of each step."""
-    from helpers import ddp
+    from helpers.runs import ddp
     from helpers.lessons import n15_two_gpus as lesson
 
     slow = lesson.of_run(ddp.RankRun("straggler", h200 / "ddp" / "straggler", "recorded", "nccl"))
@@ -42,7 +42,8 @@ def test_15_pictures_draw_without_a_warning(h200):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from helpers import ddp, plots
+    from helpers.runs import ddp
+    from helpers.lesson import plots
     from helpers.lessons import n15_two_gpus as lesson
 
     for name in ddp.SCENARIOS:

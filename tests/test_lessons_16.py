@@ -7,21 +7,21 @@ import json
 import pytest
 
 from conftest import H200
-from helpers import python_lines as pl
-from helpers.slow_loop import FIXES, slow_loop
-from helpers.trace import read_trace
+from helpers.facts import python_lines as pl
+from helpers.runs.slow_loop import FIXES, slow_loop
+from helpers.reader.trace import read_trace
 
 LOOP_TRACES = sorted(p for p in H200.glob("loop*_eager.json"))
 
 
 def test_a_frame_and_a_builtin_are_read_from_their_names():
-    assert pl.frame_of("helpers/slow_loop.py(118): step") == pl.Frame("helpers/slow_loop.py", 118, "step")
+    assert pl.frame_of("helpers/runs/slow_loop.py(118): step") == pl.Frame("helpers/runs/slow_loop.py", 118, "step")
     assert pl.frame_of("torch/nn/modules/module.py(1783): _call_impl").function == "_call_impl"
     assert pl.frame_of("<built-in method item of Tensor object at 0x7f3c>") is None
     assert pl.builtin_of("<built-in method item of Tensor object at 0x7f3c75172260>") == "item"
     assert pl.builtin_of("<built-in function linear>") == "linear"
     assert pl.builtin_of("<method 'to' of 'torch._C.TensorBase' objects>") == "to"
-    assert pl.builtin_of("helpers/slow_loop.py(118): step") is None
+    assert pl.builtin_of("helpers/runs/slow_loop.py(118): step") is None
 
 
 SOURCE = '''\
@@ -51,7 +51,7 @@ def test_a_trace_without_stacks_says_so():
 
 
 def _recorded(fixes=()):
-    from helpers.profiling import recorded
+    from helpers.runs.profiling import recorded
 
     return recorded(slow_loop(fixes), warm=True)
 
@@ -77,7 +77,7 @@ def test_the_loop_as_written_waits_on_the_lines_that_copy_or_read_back():
 @pytest.mark.parametrize("path", LOOP_TRACES, ids=lambda p: p.stem)
 def test_every_recorded_loop_points_at_this_source(path):
     """Each recorded loop trace's frames start functions of today's slow_loop.py: record part 6 again after
-    editing it (python -m helpers.record --parts 6)."""
+    editing it (python -m helpers.runs.record --parts 6)."""
     from helpers.lessons import n16_fix_a_slow_loop as lesson
 
     t = read_trace(path)
@@ -101,7 +101,7 @@ def test_the_fixes_remove_the_waits_they_name():
 
 
 def test_the_recorded_bench_follows_the_recorded_order(monkeypatch):
-    from helpers import comparisons
+    from helpers.runs import comparisons
     from helpers.lessons import n16_fix_a_slow_loop as lesson
 
     shown = []
@@ -136,7 +136,7 @@ def test_the_input_alone_fetches_and_trains_nothing():
 
 
 def test_every_loop_comparison_is_recorded_with_all_its_members():
-    from helpers import comparisons
+    from helpers.runs import comparisons
 
     for name in ("loop-alone", "loop-stack", "loop-feed"):
         c = comparisons.recorded(name)

@@ -4,7 +4,7 @@ A learner's laptop runs other programs; a shared hub runs other learners. The
 timing cells of the CPU lessons run here while two busy processes hog the
 cores (this machine has two), and each timing question's reveal must
 
-* grade through :mod:`helpers.measure` (a grade computed from a spread, never one sample), and record in the
+* grade through :mod:`helpers.facts.measure` (a grade computed from a spread, never one sample), and record in the
   journal exactly the status that grade gave: held or missed only when the spread's quartiles fall in one
   choice (checked here independently of the grading code), else inconclusive;
 * print no absurd profiler-cost ratio (a profiled call 1,600 times its unprofiled self, or faster than it
@@ -21,7 +21,8 @@ import sys
 
 import pytest
 
-from helpers import journal, measure, widgets
+from helpers.lesson import journal, widgets
+from helpers.facts import measure
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -54,8 +55,8 @@ def graded(monkeypatch, tmp_path):
 
     monkeypatch.setattr(measure, "grade_choice", grade_choice)
     monkeypatch.setattr(widgets, "_display", lambda obj: shown.append(getattr(obj, "data", str(obj))))
-    monkeypatch.setattr("helpers.show._display_html", lambda text: shown.append(text), raising=False)
-    monkeypatch.setattr("helpers.show.display_figure", lambda fig: None)
+    monkeypatch.setattr("helpers.lesson.show._display_html", lambda text: shown.append(text), raising=False)
+    monkeypatch.setattr("helpers.lesson.show.display_figure", lambda fig: None)
     return grades, shown
 
 
@@ -63,7 +64,7 @@ def check(qid: str, grades, shown) -> None:
     """The journal's verdict for ``qid`` is the grade of a spread, and the grade is right about that spread."""
     entry = journal.load()[qid]
     if not grades:  # not graded at all is allowed: said inconclusive before any grade was computed
-        assert entry["status"] == "inconclusive", f"{qid}: graded without helpers.measure (a single sample?)"
+        assert entry["status"] == "inconclusive", f"{qid}: graded without helpers.facts.measure (a single sample?)"
         return
     kind, spread, edges, choices, g = grades[-1]
     assert entry["status"] == g.status, (qid, entry, g)
@@ -81,8 +82,8 @@ def check(qid: str, grades, shown) -> None:
 def test_00_observer_on_busy_cores(busy_cores, graded, h200, monkeypatch):
     monkeypatch.setenv("PROFILING_MODE", "recorded")
     from helpers.lessons import n00_before_we_start as lesson
-    from helpers.profiling import Schedule, profile
-    from helpers.workload import matmul_add
+    from helpers.runs.profiling import Schedule, profile
+    from helpers.runs.workload import matmul_add
 
     grades, shown = graded
     tiny = profile(matmul_add(64), warm=True, on="cpu", schedule=Schedule(1, 1, 10))
@@ -94,8 +95,8 @@ def test_00_observer_on_busy_cores(busy_cores, graded, h200, monkeypatch):
 def test_01_why_cost_on_busy_cores(busy_cores, graded, h200, monkeypatch):
     monkeypatch.setenv("PROFILING_MODE", "recorded")
     from helpers.lessons import n01_setting_up_the_profiler as lesson
-    from helpers.profiling import Schedule, profile
-    from helpers.workload import matmul_add
+    from helpers.runs.profiling import Schedule, profile
+    from helpers.runs.workload import matmul_add
 
     grades, shown = graded
     flat = profile(matmul_add(64), warm=True, on="cpu", schedule=Schedule(1, 1, 10))
@@ -108,10 +109,10 @@ def test_05_batch_questions_on_busy_cores(busy_cores, graded, h200, monkeypatch)
     """05's timing questions grade the calls timed in turn (recorded here): busy cores change nothing in them,
     and the CPU runs beside them are counted, not graded."""
     monkeypatch.setenv("PROFILING_MODE", "recorded")
-    from helpers import comparisons
+    from helpers.runs import comparisons
     from helpers.lessons import n05_a_batch_axis as lesson
-    from helpers.profiling import profile
-    from helpers.workload import matmul_add
+    from helpers.runs.profiling import profile
+    from helpers.runs.workload import matmul_add
 
     grades, shown = graded
     timed = comparisons.measure("batch")

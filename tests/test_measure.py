@@ -6,8 +6,9 @@ import math
 
 import pytest
 
-from helpers import comparisons, idle_gpu, measure
-from helpers.measure import Estimate, Spread
+from helpers.runs import comparisons, idle_gpu
+from helpers.facts import measure
+from helpers.facts.measure import Estimate, Spread
 
 
 def test_a_spread_says_its_median_and_quartiles():

@@ -8,8 +8,8 @@ import pytest
 
 from conftest import cli, columns, raw_events, reader_without_msgspec
 from helpers.facts import summarize
-from helpers.memory import CPU, CUDA, allocated_by_step, memory_peaks, memory_timeline
-from helpers.trace import read_trace
+from helpers.facts.memory import CPU, CUDA, allocated_by_step, memory_peaks, memory_timeline
+from helpers.reader.trace import read_trace
 
 MEM = "train-fp32-foreach-mem-b4096_bf16_warm_eager"
 CKPT = "train-fp32-foreach-mem-ckpt-b4096_bf16_warm_eager"

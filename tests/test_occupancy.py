@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import facts, hardware
-from helpers import kernel_kinds as kk
-from helpers.trace import read_trace
+from helpers import facts
+from helpers.facts import hardware, kernel_kinds as kk
+from helpers.reader.trace import read_trace
 
 
 def only_capability(major: int, minor: int) -> dict:
@@ -176,7 +176,7 @@ def test_an_unknown_architecture_draws_without_limits(h200):
     import matplotlib
 
     matplotlib.use("Agg")
-    from helpers import plots
+    from helpers.lesson import plots
 
     t = load(h200, "4096_bf16_warm_eager")
     ks = [(k.kind, k.resources) for k in facts.kernels(t) if k.resources.registers_per_thread]

@@ -81,7 +81,7 @@ def depends_on_the_gpu(path: Path) -> bool:
     """True when a code cell of the notebook (the Colab cell aside) uses something that changes with the GPU."""
     import nbformat
 
-    from helpers.colab import bootstrap_source
+    from helpers.lesson.colab import bootstrap_source
 
     from helpers.lessons import code_of
 
@@ -167,7 +167,7 @@ def test_the_sdpa_rules_follow_pytorchs_hardware_checks():
 
 
 def test_a_served_trace_says_fp16_everywhere_and_still_reads(tmp_path, h200):
-    from helpers.trace import read_trace
+    from helpers.reader.trace import read_trace
 
     for name, words in (("attn-sdpa-efficient1024_bf16_warm_eager.json", ["fmha_cutlassF_fp16"]),  # kernel names
                         ("4096_bf16_warm_eager.json", ["c10::Half"])):  # the ops' input types
@@ -190,7 +190,7 @@ def test_the_checks_catch_a_wrong_dtype_an_unanswerable_question_and_an_empty_ch
     nb.cells = [
         nbformat.v4.new_markdown_cell("Each input is a matrix of bfloat16."),
         nbformat.v4.new_code_cell(
-            "import torch\nfrom helpers import show, widgets\nenv = show.banner()\nprint(torch.bfloat16)\n"
+            "import torch\nfrom helpers.lesson import show, widgets\nenv = show.banner()\nprint(torch.bfloat16)\n"
             "widgets.ask('99.none', 'Q?', choices=['a', ''], default='a',\n"
             "            reveal=lambda a: widgets.verdict(None, 'no fused backend here'))"),
     ]

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from helpers import perfetto
+from helpers.lesson import perfetto
 
 HARNESS = r"""
 const sent = [];

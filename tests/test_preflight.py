@@ -5,7 +5,7 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from helpers import preflight
+from helpers.classroom import preflight
 
 
 def test_a_failing_notebook_is_reported_not_raised(tmp_path, monkeypatch):

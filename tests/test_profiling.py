@@ -7,10 +7,11 @@ import shutil
 
 import pytest
 
-from helpers import facts, mode, reference
-from helpers.profiling import Schedule, profile, recorded
-from helpers.runner import run_fresh
-from helpers.workload import BackendUnavailable, attention, matmul_add
+from helpers import facts
+from helpers.runs import mode, reference
+from helpers.runs.profiling import Schedule, profile, recorded
+from helpers.runs.runner import run_fresh
+from helpers.runs.workload import BackendUnavailable, attention, matmul_add
 
 
 def test_cpu_run_writes_table_and_trace(tmp_path):
@@ -53,7 +54,7 @@ def test_missing_scenario_names_what_is_recorded():
     with pytest.raises(reference.NotRecorded) as e:
         recorded(matmul_add(96))
     assert "96_*_cold_eager" in str(e.value) and "64_*_cold_eager" in str(e.value)
-    assert "helpers.record" in str(e.value)
+    assert "helpers.runs.record" in str(e.value)
 
 
 def test_unavailable_backend_is_a_clear_error(tmp_path, h200):

@@ -34,11 +34,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import EXTERNAL, H200 as H200_DIR, ROCM as ROCM_NAME, reader_without_msgspec
-from helpers import trace as trace_mod
-from helpers import trace_json, trace_source
-from helpers.diagnose import diagnose, text as diagnose_text
+from helpers.reader import trace as trace_mod, json_events as trace_json, source as trace_source
+from helpers.advice.diagnose import diagnose, text as diagnose_text
 from helpers.facts import summarize
-from helpers.text import summary_text
+from helpers.facts.text import summary_text
 
 H200 = H200_DIR / "64_bf16_cold_eager_s0-0-3.json"
 ROCM = EXTERNAL / ROCM_NAME
@@ -207,8 +206,8 @@ def small_batches(on: bool):
     """Make the readers (with and without msgspec) cut any file into batches of a few hundred bytes."""
     slow = reader_without_msgspec()
     knobs = [(trace_json, "CHUNK", 200), (trace_source, "BLOCK", 333),
-             (sys.modules[slow.__package__ + ".trace_json"], "CHUNK", 200),
-             (sys.modules[slow.__package__ + ".trace_source"], "BLOCK", 333)]
+             (sys.modules[slow.__package__ + ".json_events"], "CHUNK", 200),
+             (sys.modules[slow.__package__ + ".source"], "BLOCK", 333)]
     saved = [(m, name, getattr(m, name)) for m, name, _ in knobs]
     if on:
         for m, name, value in knobs:

@@ -9,8 +9,8 @@ from collections import Counter
 import pytest
 
 from conftest import raw_events
-from helpers.trace import CPU_OP, DRIVER, KERNEL, RUNTIME, read_trace
-from helpers.trace_json import ARG_FIELDS
+from helpers.reader.trace import CPU_OP, DRIVER, KERNEL, RUNTIME, read_trace
+from helpers.reader.json_events import ARG_FIELDS
 
 
 def timed(events):
@@ -136,9 +136,9 @@ CUPTI = "hta_cupti_profiler_benchmark_result_924719_1679055439_trace.json.gz"
 def test_range_profiler_events_are_counter_ranges_not_kernels():
     """HTA's range-profiler trace holds no kernel: 77 ranges of 121,431 us each, with hardware counters."""
     from conftest import cli, ext
-    from helpers.diagnose import diagnose
+    from helpers.advice.diagnose import diagnose
     from helpers.facts import summarize
-    from helpers.trace import COUNTER_RANGE, GPU_WORK
+    from helpers.reader.trace import COUNTER_RANGE, GPU_WORK
 
     path = ext(CUPTI)
     ranges = [e for e in timed(raw_events(path)) if e["cat"] == "cuda_profiler_range"]

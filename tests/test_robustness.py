@@ -22,10 +22,10 @@ import pytest
 
 from conftest import BIG, H200, ROCM, SMALL, cli, columns, ext, external_files, raw_doc, raw_events, \
     reader_without_msgspec
-from helpers import trace_json, trace_source
+from helpers.reader import json_events as trace_json, source as trace_source
 from helpers.__main__ import main
 from helpers.facts import kernels, summarize
-from helpers.trace import KERNEL, MEMCPY, RUNTIME, TraceError, read_trace
+from helpers.reader.trace import KERNEL, MEMCPY, RUNTIME, TraceError, read_trace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from grow import grow  # noqa: E402  (the benchmark's own grower: torch's layout, byte for byte)
@@ -124,7 +124,7 @@ def test_cupti_counter_ranges_load_as_counter_ranges():
     t = read_trace(path)
     ranges = t.indices(("counter_range",))
     assert len(ranges) == len(raw) > 0 and not t.indices((KERNEL,))
-    # their counters are kept apart from the usual args (helpers.trace_json.RangeArgs)
+    # their counters are kept apart from the usual args (helpers.reader.json_events.RangeArgs)
     assert not any(k.startswith("smsp__") for j in ranges for k in t.args.get(j, {}))
     assert [t.counters(j) for j in ranges] == [e["args"] for e in raw]
     assert summarize(t).kernels == []
@@ -583,6 +583,6 @@ def test_text_report_when_all_gpu_work_is_at_one_instant(tmp_path):
         {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5, "dur": 0, "args": {"correlation": 1}}]}))
     s = summarize(read_trace(path))
     assert s.balance.window_us == 0 and s.balance.gpu_busy_share is None
-    from helpers.text import summary_text
+    from helpers.facts.text import summary_text
 
     assert "verdict" in summary_text(s)

@@ -1,4 +1,4 @@
-"""The roofline: real traces in, work, achieved rates and bounds out (helpers/roofline.py)."""
+"""The roofline: real traces in, work, achieved rates and bounds out (helpers/facts/roofline.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from conftest import BIG, H200, ROOT, cli, ext, raw_events
-from helpers import hardware
-from helpers import roofline as rl
-from helpers.trace import read_trace
+from helpers.facts import hardware, roofline as rl
+from helpers.reader.trace import read_trace
 
 
 @lru_cache(maxsize=None)

@@ -24,7 +24,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, SMALL, cli
-from helpers import journal, room, widgets
+from helpers.lesson import journal, widgets
+from helpers.classroom import room
 
 NOTEBOOK = next((ROOT / "notebooks").glob("03_*.ipynb"))
 

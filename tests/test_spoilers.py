@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from helpers import spoilers
-from helpers.spoilers import MIME, find_leaks
+from helpers.lesson import spoilers
+from helpers.lesson.spoilers import MIME, find_leaks
 
 
 def mark(**kw):

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from conftest import cli
-from helpers import trace_json, trace_source
-from helpers.trace import read_trace
+from helpers.reader import json_events as trace_json, source as trace_source
+from helpers.reader.trace import read_trace
 
 EV = b'{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5}'
 EV2 = b'{"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 12, "dur": 2}'

@@ -7,11 +7,9 @@ from collections import Counter
 import pytest
 
 from conftest import ext, raw_events
-from helpers import kernel_kinds as kk
+from helpers.facts import kernel_kinds as kk, step_facts as sf, steps
 from helpers import facts
-from helpers import step_facts as sf
-from helpers.facts import steps
-from helpers.trace import read_trace
+from helpers.reader.trace import read_trace
 
 
 def load(h200, tag):

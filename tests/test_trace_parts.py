@@ -1,4 +1,4 @@
-"""A trace read in parts by forked workers (helpers/trace_parts.py) is the trace one process reads.
+"""A trace read in parts by forked workers (helpers/reader/parts.py) is the trace one process reads.
 
 Real traces in, every column compared with the single-process read; then what
 must make the reader give up its workers and read on alone (a cut inside a
@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from conftest import EXTERNAL, H200, ROOT, cli, columns
-from helpers import trace_parts
-from helpers.trace import TraceError, read_trace
+from helpers.reader import parts as trace_parts
+from helpers.reader.trace import TraceError, read_trace
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the reader forks workers on Linux only")
 
@@ -164,8 +164,8 @@ def test_no_workers_beside_other_threads():
     """
     code = f"""
 import threading
-from helpers import trace_parts
-from helpers.trace import read_trace
+from helpers.reader import parts as trace_parts
+from helpers.reader.trace import read_trace
 trace_parts.MIN_PART = 1 << 16
 path = {str(TRAINING)!r}
 before = read_trace(path).read_by["processes"]

@@ -1,6 +1,6 @@
-"""numpy and plain Python give the same facts, to the last bit (helpers/vector.py).
+"""numpy and plain Python give the same facts, to the last bit (helpers/reader/vector.py).
 
-Real traces in: every whole-column computation of :mod:`helpers.vector`, and
+Real traces in: every whole-column computation of :mod:`helpers.reader.vector`, and
 the whole summary through the command line's ``--json``, once with numpy and
 once without, compared with ``==`` (no tolerance).
 """
@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from conftest import EXTERNAL, H200, cli
-from helpers import facts, vector
-from helpers.categories import CPU_GROUPS, CPU_OP, GPU_WORK
-from helpers.spans import intersection_us, lane_spans
-from helpers.trace import TraceError, read_trace
+from helpers import facts
+from helpers.reader import vector
+from helpers.reader.categories import CPU_GROUPS, CPU_OP, GPU_WORK
+from helpers.reader.spans import intersection_us, lane_spans
+from helpers.reader.trace import TraceError, read_trace
 
 pytest.importorskip("numpy")
 
@@ -95,13 +96,13 @@ def test_each_computation_alike(path, monkeypatch):
 
 def test_spans_that_touch_nest_and_overlap():
     """Hand-made spans on two lanes: the covered time worked out by hand."""
-    from helpers.trace import Trace
-    from helpers.trace_columns import ColumnBuilder
+    from helpers.reader.trace import Trace
+    from helpers.reader.columns import ColumnBuilder
 
     b = ColumnBuilder(Path("hand.json"))
     ev = [  # lane 1: [0, 10) with [2, 3) inside, [10, 12) touching, [20, 25) apart -> 17; lane 2: [5, 8), [6, 9) -> 4
         (1, 0.0, 10.0), (1, 2.0, 1.0), (1, 10.0, 2.0), (1, 20.0, 5.0), (2, 5.0, 3.0), (2, 6.0, 3.0)]
-    from helpers.trace_json import PlainEvent
+    from helpers.reader.json_events import PlainEvent
 
     b.add([PlainEvent({"ph": "X", "name": "op", "cat": "cpu_op", "pid": 1, "tid": tid, "ts": ts, "dur": d, "args": {}})
            for tid, ts, d in ev], False)

@@ -7,7 +7,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from helpers import journal, widgets
+from helpers.lesson import journal, widgets
 
 
 @pytest.fixture
@@ -163,8 +163,9 @@ class _Text(HTMLParser):
 
 
 def test_a_kernel_name_shows_intact_in_a_reveal(monkeypatch, h200):
-    from helpers import facts, show
-    from helpers.trace import read_trace
+    from helpers import facts
+    from helpers.lesson import show
+    from helpers.reader.trace import read_trace
 
     shown = []
     monkeypatch.setattr(widgets, "_display", shown.append)
@@ -285,7 +286,7 @@ def test_the_scoreboard_updates_as_answers_lock(journal_file, monkeypatch):
 
 
 def test_an_inconclusive_reveal_is_counted_apart_and_regraded_on_a_rerun(journal_file, monkeypatch):
-    from helpers import measure
+    from helpers.facts import measure
 
     shown = _interactive(monkeypatch)
     runs = iter([measure.Spread.of([1.1, 1.3, 1.15, 1.25, 1.2], "x"), measure.Spread.of([1.5] * 6, "x")])
@@ -307,7 +308,7 @@ def test_an_inconclusive_reveal_is_counted_apart_and_regraded_on_a_rerun(journal
 
 
 def test_a_question_declares_its_facts_for_the_leak_check(journal_file, monkeypatch):
-    from helpers import spoilers
+    from helpers.lesson import spoilers
 
     monkeypatch.setenv("PROFILING_HEADLESS", "1")
     monkeypatch.setenv("PROFILING_LEAK_CHECK", "1")
@@ -341,7 +342,7 @@ def test_the_journal_and_exports_honour_the_umask(tmp_path, mask, mode):
     import subprocess
     import sys
 
-    code = ("import os, sys; os.umask(int(sys.argv[1], 8)); from helpers import journal; "
+    code = ("import os, sys; os.umask(int(sys.argv[1], 8)); from helpers.lesson import journal; "
             "journal.record('01.a', 'x', True); print(journal.export('Ada'))")
     env = {**__import__("os").environ, "PROFILING_JOURNAL": str(tmp_path / "j.json"),
            "PROFILING_EXPORT": str(tmp_path / "class")}
@@ -361,7 +362,7 @@ def test_the_journal_is_found_from_the_series_folder_wherever_the_kernel_starts(
 
     env = {k: v for k, v in os.environ.items() if k not in ("PROFILING_JOURNAL", "PROFILING_EXPORT")}
     env["PYTHONPATH"] = str(ROOT)
-    code = "from helpers import journal; print(journal.path()); print(journal.export_folder())"
+    code = "from helpers.lesson import journal; print(journal.path()); print(journal.export_folder())"
     seen = {subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, env=env,
                            check=True).stdout for cwd in (ROOT, ROOT / "notebooks", tmp_path)}
     assert seen == {f"{ROOT / 'notebooks' / '.predictions.json'}\n{ROOT / 'notebooks' / 'exported-journals'}\n"}

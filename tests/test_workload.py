@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import workload as wl
-from helpers.tags import ARTICLE, Schedule, scenario_key, tag_for
+from helpers.runs import workload as wl
+from helpers.runs.tags import ARTICLE, Schedule, scenario_key, tag_for
 
 
 @pytest.mark.parametrize("device,cap,expected", [
@@ -92,7 +92,7 @@ def test_every_recorded_scenario_keeps_its_key(h200):
     same key, with the tag its workload gives today."""
     import json
 
-    from helpers.scenarios import all_scenarios
+    from helpers.runs.scenarios import all_scenarios
 
     recorded = json.loads((h200 / "manifest.json").read_text())["scenarios"]
     scenarios = {s.key: s for s in all_scenarios()}

@@ -1,4 +1,4 @@
-"""Write docs/cheat-sheet.md's table from helpers/rulebook.py, the one table diagnose and the notebooks read.
+"""Write docs/cheat-sheet.md's table from helpers/advice/rulebook.py, the one table diagnose and the notebooks read.
 
     python tools/cheat_sheet.py          # rewrite the table in place
     python tools/cheat_sheet.py --check  # exit 1 if the sheet's table differs from the rulebook's
@@ -16,7 +16,7 @@ SHEET = ROOT / "docs" / "cheat-sheet.md"
 
 def rewritten(text: str) -> str:
     """The sheet with its table (the block of lines starting with '|') replaced by the rulebook's."""
-    from helpers.rulebook import markdown_table
+    from helpers.advice.rulebook import markdown_table
 
     lines = text.splitlines()
     first = next(i for i, ln in enumerate(lines) if ln.startswith("|"))
@@ -29,11 +29,11 @@ def main(argv: list[str]) -> int:
     new = rewritten(text)
     if "--check" in argv:
         if new != text:
-            print(f"{SHEET} differs from helpers/rulebook.py: run python tools/cheat_sheet.py")
+            print(f"{SHEET} differs from helpers/advice/rulebook.py: run python tools/cheat_sheet.py")
             return 1
         return 0
     SHEET.write_text(new)
-    print(f"wrote the table of {SHEET.relative_to(ROOT)} from helpers/rulebook.py")
+    print(f"wrote the table of {SHEET.relative_to(ROOT)} from helpers/advice/rulebook.py")
     return 0
 
 

@@ -29,9 +29,9 @@ from typing import Any, Callable
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from helpers.record import _versions  # noqa: E402
-from helpers.runner import profile_callable  # noqa: E402
-from helpers.tags import ARTICLE, slug  # noqa: E402
+from helpers.runs.record import _versions
+from helpers.runs.runner import profile_callable
+from helpers.runs.tags import ARTICLE, slug
 
 Program = Callable[[], tuple[Callable[[], Any], dict]]  # -> (step, profile options)
 
@@ -232,7 +232,7 @@ def record_ranks(out: Path) -> dict:
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", PYTHONPATH=str(ROOT))
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m",
-                    "helpers.ddp_train", "--out", str(folder)] + RANK_OPTIONS, env=env, cwd=ROOT, check=True,
+                    "helpers.runs.ddp_train", "--out", str(folder)] + RANK_OPTIONS, env=env, cwd=ROOT, check=True,
                    stdout=subprocess.DEVNULL)
     (folder / "run.json").unlink(missing_ok=True)  # it names the planted delay
     print(f"{time.perf_counter() - t0:.1f} s", flush=True)

@@ -2,7 +2,7 @@
 
     python tools/set_repository.py https://github.com/OWNER/REPO
 
-Rewrites ``helpers/colab.py``'s REPOSITORY, then the badge (first line of
+Rewrites ``helpers/lesson/colab.py``'s REPOSITORY, then the badge (first line of
 each notebook's first cell) and the Colab cell (first code cell) of every
 notebook. Outputs are left as they are.
 """
@@ -24,9 +24,9 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 2
     repo = argv[0].rstrip("/")
-    colab_py = ROOT / "helpers" / "colab.py"
+    colab_py = ROOT / "helpers" / "lesson" / "colab.py"
     colab_py.write_text(re.sub(r'REPOSITORY = "[^"]*"', f'REPOSITORY = "{repo}"', colab_py.read_text()))
-    from helpers import colab
+    from helpers.lesson import colab
 
     for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
         nb = nbformat.read(path, as_version=4)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import html
 
-from .. import measure, plots, show, spoilers
-from ..measure import Estimate, Spread
-from ..text import us
+from ..facts import measure
+from ..lesson import plots, show, spoilers
+from ..facts.measure import Estimate, Spread
+from ..facts.text import us
 
 
 def profiled(run) -> Spread:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from .. import facts, measure, show, spoilers, widgets
-from ..measure import Estimate, Spread
-from ..text import us
+from .. import facts
+from ..facts import measure
+from ..lesson import show, spoilers, widgets
+from ..facts.measure import Estimate, Spread
+from ..facts.text import us
 from . import _shared
 
 OBSERVER_CHOICES = ["about the same (under 1.2x)", "1.2x to 2x", "2x to 5x", "more than 5x"]
@@ -86,8 +88,8 @@ def perfetto_steps(small) -> None:
 
 def exercise_size(cpu) -> None:
     """The "double the size" exercise: 2048 against 1024 on the CPU, both on one thread."""
-    from ..profiling import Schedule, profile
-    from ..workload import matmul_add
+    from ..runs.profiling import Schedule, profile
+    from ..runs.workload import matmul_add
 
     def solution():
         big = profile(matmul_add(2048), warm=True, on="cpu", schedule=Schedule(1, 1, 5))

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .. import article, facts, measure, plots, show, spoilers, widgets
-from .. import kernel_kinds as kk
-from ..measure import Estimate, Graded
-from ..text import counts_text, short, us
+from .. import facts
+from ..lesson import article, plots, show, spoilers, widgets
+from ..facts import measure, kernel_kinds as kk
+from ..facts.measure import Estimate, Graded
+from ..facts.text import counts_text, short, us
 from . import _shared
 
 STEP_CHOICES = ["5: #0 to #4", "3: #0 to #2", "3: #2 to #4", "2: #3 and #4"]
@@ -226,8 +227,8 @@ def exercise_schedule(fn, x, w, b, out_dir) -> None:
     """The "change the schedule" exercise: six steps with wait=2, warmup=2, active=2, on the CPU."""
     from torch.profiler import ProfilerActivity, profile as torch_profile, record_function, schedule
 
-    from ..profiling import native_log_filter
-    from ..trace import read_trace
+    from ..runs.profiling import native_log_filter
+    from ..reader.trace import read_trace
 
     def solution():
         args = (x.cpu().float(), w.cpu().float(), b.cpu().float())

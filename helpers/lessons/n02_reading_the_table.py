@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import html
 
-from .. import article, facts, one_trace, plots, show, spoilers, widgets
-from ..measure import HELD, INCONCLUSIVE, MISSED, Graded
-from ..text import counts_text, short, us
+from .. import facts
+from ..lesson import article, plots, show, spoilers, widgets
+from ..facts import one_trace
+from ..facts.measure import HELD, INCONCLUSIVE, MISSED, Graded
+from ..facts.text import counts_text, short, us
 
 # A ratio read once from one trace (three recorded steps) is graded as uncertain by 25% either way: a choice
 # is held or missed only when the whole band falls inside it.

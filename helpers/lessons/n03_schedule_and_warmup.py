@@ -1,7 +1,7 @@
 """Notebook 03's questions: the schedule, the first recorded step's excess, the first step of all, twenty steps.
 
 Step durations are read once from one recording, so each comparison of
-steps is graded with a declared tolerance (:mod:`helpers.one_trace`): a
+steps is graded with a declared tolerance (:mod:`helpers.facts.one_trace`): a
 ratio near an edge is *inconclusive here*, never a clean hit or miss.
 """
 
@@ -11,11 +11,13 @@ import bisect
 import html
 import statistics
 
-from .. import article, facts, one_trace, plots, show, spoilers, widgets
-from ..categories import CPU_GROUPS
-from ..measure import HELD, INCONCLUSIVE, MISSED, Graded
-from ..runner import RUNS
-from ..text import short, us
+from .. import facts
+from ..lesson import article, plots, show, spoilers, widgets
+from ..facts import one_trace
+from ..reader.categories import CPU_GROUPS
+from ..facts.measure import HELD, INCONCLUSIVE, MISSED, Graded
+from ..runs.runner import RUNS
+from ..facts.text import short, us
 
 # One step's duration against another's, read once: taken as uncertain by 25% either way. (A single steady step
 # can stray further: the twenty-step recording shows how far.)
@@ -38,7 +40,7 @@ BUFFER_CHOICES = ["inside step #1, in the window between its two kernels", "else
                   "the trace records no buffer request"]
 
 # The article's reading of a blank window in step #1 (Part 1, the zoom after figure 9, and figure 11 with
-# active=20), in its own words: kept here beside the figures of helpers.article.
+# active=20), in its own words: kept here beside the figures of helpers.lesson.article.
 STEP1_WINDOW = article.Figure(
     "step1_window", "a blank window between the matmul and add kernels of ProfilerStep#1, and reads it as another "
     "Activity Buffer Request (the buffer overflowed while the kernels ran)", "",
@@ -428,7 +430,7 @@ def settle(twenty) -> None:
 
 def step_kernels(trace) -> list[dict]:
     """Per recorded step: its GEMM and add launches, the GPU's idle window between them, and the launch distance."""
-    from .. import kernel_kinds as kk
+    from ..facts import kernel_kinds as kk
 
     out = []
     launches = facts.launches(trace)
@@ -535,10 +537,10 @@ def exercise_cpu_first_step(first) -> None:
 
     from torch.profiler import ProfilerActivity, profile as torch_profile, record_function, schedule
 
-    from ..measure import one_thread
-    from ..profiling import native_log_filter
-    from ..trace import read_trace
-    from ..workload import matmul_add
+    from ..facts.measure import one_thread
+    from ..runs.profiling import native_log_filter
+    from ..reader.trace import read_trace
+    from ..runs.workload import matmul_add
 
     def solution():
         fn, args = matmul_add(64).build("cpu", "fp32")

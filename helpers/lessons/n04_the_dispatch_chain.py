@@ -1,19 +1,20 @@
 """Notebook 04's questions: which call launches the kernel, how long an arrow is, what the final synchronize waits for.
 
 The launch latencies of one trace are several samples (one per launch),
-graded on their spread (:mod:`helpers.measure`); a single call's duration or
+graded on their spread (:mod:`helpers.facts.measure`); a single call's duration or
 share, read once, is graded with a declared tolerance
-(:mod:`helpers.one_trace`).
+(:mod:`helpers.facts.one_trace`).
 """
 
 from __future__ import annotations
 
 import statistics
 
-from .. import article, facts, measure, one_trace, plots, show, spoilers, widgets
-from .. import kernel_kinds as kk
-from ..measure import HELD, INCONCLUSIVE, MISSED, Graded, Spread
-from ..text import chain_text, short, us
+from .. import facts
+from ..lesson import article, plots, show, spoilers, widgets
+from ..facts import measure, one_trace, kernel_kinds as kk
+from ..facts.measure import HELD, INCONCLUSIVE, MISSED, Graded, Spread
+from ..facts.text import chain_text, short, us
 from . import _shared
 
 ONE_TRACE = 1.25  # a duration or a ratio read once from one trace: uncertain by 25% either way
@@ -311,6 +312,6 @@ def exercise_add_wait(big) -> None:
 @widgets.measured_here()  # the chain's times are measured now, on this CPU
 def cpu_chain(cpu) -> None:
     """The same step run on this machine's CPU: the chain with nothing to launch."""
-    from ..text import chain_text
+    from ..facts.text import chain_text
 
     print(chain_text(facts.dispatch_chain(cpu.trace)))

@@ -1,7 +1,7 @@
 """Notebook 05's questions (05_a_batch_axis): which op a batch axis sends the multiply to, and what it costs the CPU.
 
 The CPU-cost questions are graded on the three calls timed in turn with no
-profiler (:func:`helpers.comparisons.measure` ``"batch"``: 2-D, batch 8,
+profiler (:func:`helpers.runs.comparisons.measure` ``"batch"``: 2-D, batch 8,
 batch 64), round by round; the trace's profiled times are shown beside them
 as what the profiler adds, never graded.
 """
@@ -11,10 +11,11 @@ from __future__ import annotations
 import html
 import math
 
-from .. import facts, measure, show, spoilers, widgets
-from .. import kernel_kinds as kk
-from ..measure import Estimate, Spread
-from ..text import chain_text, us
+from .. import facts
+from ..facts import measure, kernel_kinds as kk
+from ..lesson import show, spoilers, widgets
+from ..facts.measure import Estimate, Spread
+from ..facts.text import chain_text, us
 from . import _shared
 
 OP_CHOICES = ["aten::mm, called 8 times", "aten::bmm", "aten::baddbmm", "aten::einsum"]
@@ -36,14 +37,14 @@ def _blocks(k) -> int:
 
 
 def _live() -> bool:
-    from ..mode import environment
+    from ..runs.mode import environment
 
     return environment().live
 
 
 def _timed_again(first):
     """The comparison for a reveal: the notebook's measurement the first time, a fresh one for each rerun (live)."""
-    from .. import comparisons
+    from ..runs import comparisons
 
     state = {"calls": 0}
 
@@ -257,7 +258,7 @@ def exercise_bmm(cpu_batched) -> None:
     def solution():
         import torch
 
-        from ..profiling import profile_model
+        from ..runs.profiling import profile_model
 
         def direct(x, w, b):
             return torch.add(torch.bmm(x, w), b)

@@ -2,7 +2,7 @@
 
 Occupancy here is worked out, not measured: from the registers, shared
 memory and block size the trace records for each kernel and the per-SM
-limits of :mod:`helpers.hardware` (the CUDA programming guide's table and the
+limits of :mod:`helpers.facts.hardware` (the CUDA programming guide's table and the
 occupancy calculator's allocation rules). The article's A100 figures are
 labelled as the article's; its A100's occupancy is computed from the sm_80
 row of the same table.
@@ -13,10 +13,10 @@ from __future__ import annotations
 import html
 import math
 
-from .. import article, facts, plots, show, spoilers, widgets
-from .. import hardware, kernel_names
-from .. import kernel_kinds as kk
-from ..text import nbytes, short
+from .. import facts
+from ..lesson import article, plots, show, spoilers, widgets
+from ..facts import hardware, kernel_names, kernel_kinds as kk
+from ..facts.text import nbytes, short
 
 QUERY_CHOICES = ["yes, before every GEMM", "yes, but only once", "no occupancy query at all"]
 
@@ -106,9 +106,9 @@ def where_queries(first) -> None:
 
 def memset_before_gemm(run) -> None:
     """Shown once 06.query is answered: the tiny memset before each large GEMM, and a sweep that tests one reading."""
-    from ..profiling import profile
-    from ..scenarios import SWEEP_SIZES
-    from ..workload import matmul_add
+    from ..runs.profiling import profile
+    from ..runs.scenarios import SWEEP_SIZES
+    from ..runs.workload import matmul_add
 
     t = run.trace
 
@@ -329,8 +329,8 @@ def trace_figures(t, device) -> None:
 
 def exercise_small_gemm(gemm, t) -> None:
     """The "64 x 64 GEMM" exercise: the small GEMM's occupancy, and how many SMs its grid can use."""
-    from ..profiling import profile
-    from ..workload import matmul_add
+    from ..runs.profiling import profile
+    from ..runs.workload import matmul_add
 
     def solution():
         small = profile(matmul_add(64))

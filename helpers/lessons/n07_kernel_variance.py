@@ -1,7 +1,7 @@
 """Notebook 07's questions (07_kernel_variance): how far apart identical GEMMs are, mean or median, and what a pause does.
 
 Two sources: the warm 4096 run recorded for twenty steps (twenty GEMMs in
-one trace), and the idle-GPU experiment of :mod:`helpers.idle_gpu` (a GEMM
+one trace), and the idle-GPU experiment of :mod:`helpers.runs.idle_gpu` (a GEMM
 timed with CUDA events after pauses of 0 to 0.5 s, under three conditions,
 five times each, with the SM clock read through NVML while it ran). Every
 question that rests on times is graded on a spread:
@@ -17,9 +17,11 @@ from __future__ import annotations
 import html
 import statistics
 
-from .. import article, hardware, idle_gpu, measure, plots, show, spoilers, widgets
-from ..measure import Estimate, Graded, Spread
-from ..text import us
+from ..lesson import article, plots, show, spoilers, widgets
+from ..facts import hardware, measure
+from ..runs import idle_gpu
+from ..facts.measure import Estimate, Graded, Spread
+from ..facts.text import us
 
 SPREAD_CHOICES = ["under 2%", "2% to 10%", "10% to 50%", "more than 50%"]
 SPREAD_EDGES = [0.02, 0.1, 0.5]
@@ -40,7 +42,7 @@ WHY_CHOICES = ["the clocks: the SM clock reads lower during the slow GEMM",
 
 PAUSED, WAKE, OTHER = idle_gpu.CONDITIONS  # "after a pause", "a small kernel first", "other buffers, no pause"
 
-#: each GPU's page on the vendor's site, where the datasheet figures of helpers.hardware come from
+#: each GPU's page on the vendor's site, where the datasheet figures of helpers.facts.hardware come from
 DATASHEET_PAGES = {
     ("h200",): "https://www.nvidia.com/en-us/data-center/h200/",
     ("h100", "pcie"): "https://www.nvidia.com/en-us/data-center/h100/",
@@ -57,7 +59,7 @@ DATA_CENTER = "https://www.nvidia.com/en-us/data-center/"
 
 
 def _live() -> bool:
-    from ..mode import environment
+    from ..runs.mode import environment
 
     return environment().live
 
@@ -175,7 +177,7 @@ def tflops(run, gemms) -> None:
         vs_peak = (f" That is {tf_med / peak[1]:.0%} of the vendor's datasheet figure for dense {peak[0]} on this GPU "
                    f"({peak[1]:.0f} TFLOP/s, from {_datasheet_link(run.device)}: a ceiling stated by the vendor, not "
                    "measured by this notebook)." if peak else
-                   " This GPU has no datasheet figure in the series' table (helpers/hardware.py).")
+                   " This GPU has no datasheet figure in the series' table (helpers/facts/hardware.py).")
         if abs(tf_mean / tf_med - 1) < 0.02:
             mean_text = (f"The mean gives nearly the same rate here ({tf_mean:.0f}): these twenty GEMMs hold no large "
                          "outlier. Where a few are slow (the article's mean against its typical GEMM), a rate from "
@@ -197,7 +199,7 @@ def tflops(run, gemms) -> None:
 def perfetto_slowest(run, gemms) -> None:
     """07.perfetto: in which step the slowest GEMM was launched, found in Perfetto."""
     from .. import facts
-    from .. import kernel_kinds as kk
+    from ..facts import kernel_kinds as kk
 
     def reveal(found):
         launches = [x for x in facts.launches(run.trace) if x.kind == kk.GEMM]  # in time order, as gemms is
@@ -215,9 +217,9 @@ def perfetto_slowest(run, gemms) -> None:
 def exercise_8192(gemms) -> None:
     """The "larger GEMM" exercise: 8192 against 4096, median rates."""
     from .. import facts
-    from .. import kernel_kinds as kk
-    from ..profiling import profile
-    from ..workload import matmul_add
+    from ..facts import kernel_kinds as kk
+    from ..runs.profiling import profile
+    from ..runs.workload import matmul_add
 
     def solution():
         r = profile(matmul_add(8192), warm=True)

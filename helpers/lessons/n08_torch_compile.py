@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import html
 
-from .. import article, facts, measure, plots, show, spoilers, widgets
-from .. import kernel_kinds as kk
-from ..measure import Estimate
-from ..mode import environment
-from ..text import chain_text, counts_text, nbytes, short, us
+from .. import facts
+from ..lesson import article, plots, show, spoilers, widgets
+from ..facts import measure, kernel_kinds as kk
+from ..facts.measure import Estimate
+from ..runs.mode import environment
+from ..facts.text import chain_text, counts_text, nbytes, short, us
 from . import _shared
 
 # --- 08.gpu-work -------------------------------------------------------------------------------------------
@@ -438,7 +439,7 @@ def exercise_dynamic(fn, small_in, other_in) -> None:
     """The "dynamic shapes" exercise: the same three calls compiled with dynamic=True, on this CPU."""
     import torch
 
-    from ..profiling import native_log_filter
+    from ..runs.profiling import native_log_filter
 
     def solution():
         torch._dynamo.reset()

@@ -3,13 +3,13 @@ what the fusion saves, and whether the time saved follows the bytes saved."""
 
 from __future__ import annotations
 
-from .. import article, facts, gpu_calls, hardware, measure, plots, show, spoilers, widgets
-from .. import roofline as roofline_mod
-from .. import kernel_kinds as kk
-from ..measure import Spread
-from ..mode import environment
-from ..text import chain_text, counts_text, nbytes, short, us
-from ..workload import geglu_traffic
+from .. import facts
+from ..lesson import article, plots, show, spoilers, widgets
+from ..facts import gpu_calls, hardware, measure, roofline as roofline_mod, kernel_kinds as kk
+from ..facts.measure import Spread
+from ..runs.mode import environment
+from ..facts.text import chain_text, counts_text, nbytes, short, us
+from ..runs.workload import geglu_traffic
 from . import _shared
 
 # --- 09.linear ---------------------------------------------------------------------------------------------
@@ -330,7 +330,7 @@ def perfetto_registers(m_c) -> None:
 
 def exercise_hidden(m_e) -> None:
     """The "wider MLP" exercise: the bytes the fusion saves at hidden 6144, from the shapes."""
-    from ..workload import mlp as mlp_workload
+    from ..runs.workload import mlp as mlp_workload
 
     def solution():
         wider = mlp_workload(hidden=6144)

@@ -3,11 +3,12 @@ backends (GPU time, CPU time unprofiled), what a longer sequence costs, and a fu
 
 from __future__ import annotations
 
-from .. import article, facts, gpu_calls, hardware, measure, plots, show, spoilers, widgets
-from .. import kernel_kinds as kk
-from ..measure import Spread
-from ..text import counts_text, nbytes, short, us
-from ..workload import itemsize
+from .. import facts
+from ..lesson import article, plots, show, spoilers, widgets
+from ..facts import gpu_calls, hardware, measure, kernel_kinds as kk
+from ..facts.measure import Spread
+from ..facts.text import counts_text, nbytes, short, us
+from ..runs.workload import itemsize
 from . import _shared
 
 
@@ -364,8 +365,8 @@ def perfetto_fill(run) -> None:
 
 def exercise_seq2048(ok: dict) -> None:
     """The "longer sequence" exercise: the fused backends at seq 2048."""
-    from ..profiling import profile
-    from ..workload import attention
+    from ..runs.profiling import profile
+    from ..runs.workload import attention
 
     def solution():
         more = {b: profile(attention(f"sdpa-{b}", seq=2048), warm=True) for b in ("efficient", "flash", "cudnn")

@@ -4,12 +4,14 @@ trace nobody here wrote."""
 
 from __future__ import annotations
 
-from .. import facts, gpu_calls, measure, plots, rulebook, show, spoilers, widgets
-from .. import kernel_kinds as kk
-from ..diagnose import diagnose, text as findings_text
-from ..measure import Estimate, Spread, ratio_range
-from ..mode import environment
-from ..text import us
+from .. import facts
+from ..facts import gpu_calls, measure, kernel_kinds as kk
+from ..lesson import plots, show, spoilers, widgets
+from ..advice import rulebook
+from ..advice.diagnose import diagnose, text as findings_text
+from ..facts.measure import Estimate, Spread, ratio_range
+from ..runs.mode import environment
+from ..facts.text import us
 from . import _shared
 
 
@@ -208,8 +210,8 @@ def perfetto_triton(compiled) -> None:
 
 def exercise_batch32() -> None:
     """The "larger batch" exercise: eager and compiled blocks at batch 32."""
-    from ..profiling import profile
-    from ..workload import block
+    from ..runs.profiling import profile
+    from ..runs.workload import block
 
     def solution():
         e, c = profile(block(batch=32), warm=True), profile(block(batch=32), warm=True, compile=True)

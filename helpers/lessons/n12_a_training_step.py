@@ -7,11 +7,12 @@ import html
 import itertools
 import statistics
 
-from .. import facts, gemm_table, measure, plots, show, spoilers, step_facts, widgets
-from .. import kernel_kinds as kk
-from ..measure import HELD, INCONCLUSIVE, MISSED, Graded, Spread
-from ..text import short, us
-from ..trace import ANNOTATION
+from .. import facts
+from ..facts import gemm_table, measure, step_facts, kernel_kinds as kk
+from ..lesson import plots, show, spoilers, widgets
+from ..facts.measure import HELD, INCONCLUSIVE, MISSED, Graded, Spread
+from ..facts.text import short, us
+from ..reader.trace import ANNOTATION
 from . import _shared
 
 PHASES = ("forward", "loss", "backward", "optimizer", "zero_grad")
@@ -25,14 +26,14 @@ def _ms(v: float) -> str:
 
 
 def _live() -> bool:
-    from ..mode import environment
+    from ..runs.mode import environment
 
     return environment().live
 
 
 def every_step(answer, values: list[float], edges: list[float], choices: list[str], what: str, fmt) -> Graded:
     """Grade a choice on a figure read from each recorded step: held or missed only when every step gives the same
-    choice (a trace holds a few steps, not the five samples :mod:`helpers.measure` grades a spread on)."""
+    choice (a trace holds a few steps, not the five samples :mod:`helpers.facts.measure` grades a spread on)."""
     picks = [measure.bucket(v, edges, choices) for v in values]
     mid = measure.bucket(statistics.median(values), edges, choices) if values else choices[0]
     shown = ", ".join(fmt(v) for v in values)
@@ -661,8 +662,8 @@ def perfetto_wait(syncing) -> None:
 
 def exercise_optimizer_ops(cpu_run) -> None:
     """For-each against one parameter at a time, in ATen ops per step, on this CPU."""
-    from ..profiling import profile
-    from ..training import train_step
+    from ..runs.profiling import profile
+    from ..runs.training import train_step
 
     def solution():
         a = profile(train_step(batch=64, dim=256, hidden=512, optimizer="loop"), warm=True, on="cpu")

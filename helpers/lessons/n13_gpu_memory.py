@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import html
 
-from .. import facts, gemm_table, memory, plots, show, spoilers, widgets
-from ..text import nbytes, short, us
-from ..trace import CPU_OP
+from .. import facts
+from ..facts import gemm_table, memory
+from ..lesson import plots, show, spoilers, widgets
+from ..facts.text import nbytes, short, us
+from ..reader.trace import CPU_OP
 
 MIB = 2 ** 20
 MEMORY_DOCS = "https://docs.pytorch.org/docs/stable/notes/cuda.html#memory-management"
@@ -20,7 +22,7 @@ def states_bytes(sizes: dict) -> int:
 
 
 def _mib(b: int) -> float:
-    """Bytes in MiB, as :func:`helpers.text.nbytes` prints them (one decimal)."""
+    """Bytes in MiB, as :func:`helpers.facts.text.nbytes` prints them (one decimal)."""
     return round(b / MIB, 1)
 
 
@@ -166,7 +168,7 @@ def checkpoint(run, ckpt, sizes) -> None:
 def recomputed_ops(trace) -> list[dict]:
     """The forward ops run inside backward nodes in the first recorded step (what checkpointing reruns), in order,
     each with the GEMM-kind kernels and the GPU time it launched."""
-    from .. import kernel_kinds as kk
+    from ..facts import kernel_kinds as kk
 
     st = facts.steps(trace)
     if not st:

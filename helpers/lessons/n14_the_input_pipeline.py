@@ -12,10 +12,15 @@ from __future__ import annotations
 import html
 import statistics
 
-from .. import comparisons, diagnose, facts, measure, plots, show, spoilers, step_facts, vector, widgets
-from ..measure import Spread
-from ..spans import covered
-from ..text import nbytes, us
+from .. import facts
+from ..runs import comparisons
+from ..advice import diagnose
+from ..facts import measure, step_facts
+from ..lesson import plots, show, spoilers, widgets
+from ..reader import vector
+from ..facts.measure import Spread
+from ..reader.spans import covered
+from ..facts.text import nbytes, us
 from . import _shared
 
 PAGEABLE, PINNED, WORKERS = comparisons.GROUPS["input"].labels
@@ -239,7 +244,7 @@ def perfetto_span(one) -> None:
 
 def exercise_lighter(cpu_run) -> None:
     """The "lighter samples" exercise: half the CPU work per sample, on this CPU, timed in turn without the profiler."""
-    from ..training import input_pipeline
+    from ..runs.training import input_pipeline
 
     def solution():
         labels = {"work=5000": input_pipeline(batch=8, size=64, work=5000),

@@ -4,7 +4,7 @@ and over gloo on this CPU.
 The two-GPU pairs come from ``ddp.pair`` (run now on two GPUs, else the
 reference set's recording); each says in ``run.json`` how it was recorded.
 A pair recorded inside DDP's first ten iterations, or whose base run is not
-balanced (:func:`helpers.ddp.balance`), is read for what it is: the reveals
+balanced (:func:`helpers.runs.ddp.balance`), is read for what it is: the reveals
 say so, and grade only what such a pair can decide.
 """
 
@@ -15,11 +15,16 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import ddp, distributed, facts, measure, plots, show, spoilers, vector, widgets
-from ..measure import Estimate, Spread
-from ..spans import clipped
-from ..text import us
-from ..trace import Trace, read_trace
+from .. import facts
+from ..runs import ddp
+from ..advice import distributed
+from ..facts import measure
+from ..lesson import plots, show, spoilers, widgets
+from ..reader import vector
+from ..facts.measure import Estimate, Spread
+from ..reader.spans import clipped
+from ..facts.text import us
+from ..reader.trace import Trace, read_trace
 
 #: DDP collects runtime statistics in its first ten iterations, then one in a hundred (the docstring of
 #: ``DistributedDataParallel._set_ddp_runtime_logging_sample_rate``)
@@ -151,7 +156,7 @@ def recording(*pairs: Pair) -> None:
     elif pairs and pairs[0].run.backend == "nccl":
         text += " No forward makes a <code>cudaEventSynchronize</code> call."
     if pairs:
-        from ..diagnose import diagnose
+        from ..advice.diagnose import diagnose
 
         hidden = next((f for f in diagnose(pairs[0].traces[0]) if f.rule == "hidden-sync"), None)
         if hidden is not None and any("cudaEventSynchronize" in e for e in hidden.evidence):
@@ -371,7 +376,7 @@ OVERLAP_TOLERANCE = 1.25
 def overlap_grade(base: Pair, answer=None):
     """15.overlap's grade: rank 0's share of all-reduce time with compute beside it (time-weighted, as asked),
     read once from the pair, with :data:`OVERLAP_TOLERANCE` (the collectives differ by design: not noise)."""
-    from ..one_trace import grade_choice
+    from ..facts.one_trace import grade_choice
 
     share = (base.ranks.ranks[0].overlap_pct or 0.0) / 100
     return grade_choice(answer, share, OVERLAP_TOLERANCE, OVERLAP_EDGES, OVERLAP_CHOICES, fmt=lambda v: f"{v:.0%}",

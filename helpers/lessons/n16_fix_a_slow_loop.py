@@ -1,9 +1,9 @@
 """Notebook 16's questions: a training loop with five problems, fixed one at a time and timed after each fix.
 
 Every step time graded here is unprofiled wall time per step, timed in turn
-(:mod:`helpers.comparisons`): ``loop-alone`` times the loop as written
+(:mod:`helpers.runs.comparisons`): ``loop-alone`` times the loop as written
 against each fix alone; ``loop-stack`` times the fixes one on top of another
-in :data:`~helpers.slow_loop.FIXES` order. Live, :class:`Bench` times each fix
+in :data:`~helpers.runs.slow_loop.FIXES` order. Live, :class:`Bench` times each fix
 the learner applies against the stage before it, in the order they choose;
 recorded, it reads ``loop-stack``. The traces (profiled ``with_stack=True``)
 say where a step goes and which line of the loop made each wait.
@@ -16,15 +16,17 @@ import inspect
 import statistics
 from dataclasses import dataclass
 
-from .. import comparisons, diagnose, facts, measure, plots, python_lines, show, slow_loop, spoilers, step_facts
-from .. import kernel_kinds as kk
-from .. import widgets
-from ..categories import DRIVER, RUNTIME
-from ..comparisons import Comparison, Member
-from ..measure import Spread
-from ..mode import environment
-from ..slow_loop import FIX_WORDS, FIXES
-from ..text import us
+from .. import facts
+from ..runs import comparisons, slow_loop
+from ..advice import diagnose
+from ..facts import measure, python_lines, step_facts, kernel_kinds as kk
+from ..lesson import plots, show, spoilers, widgets
+from ..reader.categories import DRIVER, RUNTIME
+from ..runs.comparisons import Comparison, Member
+from ..facts.measure import Spread
+from ..runs.mode import environment
+from ..runs.slow_loop import FIX_WORDS, FIXES
+from ..facts.text import us
 from . import _shared
 
 AS_WRITTEN = "as written"
@@ -191,7 +193,7 @@ def waits(slow) -> None:
                                    "<code>with_stack=True</code>): it cannot say which lines waited.")
         if not source_matches(slow):
             return widgets.verdict(None, "This trace was recorded from an older slow_loop.py: its line numbers no "
-                                   "longer point at this source. Record it again (<code>python -m helpers.record "
+                                   "longer point at this source. Record it again (<code>python -m helpers.runs.record "
                                    "--parts 6</code>).")
         sites, steps = wait_sites(slow)
         start, body = step_source()
@@ -262,8 +264,8 @@ def _gpu_per_step(run) -> float:
 
 
 def _busy(run):
-    from ..spans import covered
-    from .. import vector
+    from ..reader.spans import covered
+    from ..reader import vector
 
     t = run.trace
     spans = vector.spans(t, facts.gpu_work(t))

@@ -6,7 +6,7 @@ step's timeline, the roofline, the memory events when the trace has them, and
 Perfetto; for the folder of ranks, each rank's table, both ranks on one clock
 and their collectives side by side. Never a verdict: no balance, no
 ``diagnose``. Then two questions: the trace's bound, and (once that is locked)
-the first thing to fix. The answers are ``diagnose``'s (:mod:`helpers.exam`),
+the first thing to fix. The answers are ``diagnose``'s (:mod:`helpers.advice.exam`),
 graded exactly: a fixed trace has no timing spread.
 """
 
@@ -16,12 +16,15 @@ import html
 import json
 from dataclasses import dataclass, field
 
-from .. import diagnose, exam, facts, memory, plots, profile_table, roofline, show, spoilers, widgets
-from ..distributed import clock_shifts_us
-from ..text import short, us
+from .. import facts
+from ..advice import diagnose, exam
+from ..facts import memory, profile_table, roofline
+from ..lesson import plots, show, spoilers, widgets
+from ..advice.distributed import clock_shifts_us
+from ..facts.text import short, us
 
 #: each trace's two questions, written out (tools/instructor_table.py finds a notebook's question ids in its source;
-#: tests/test_exam.py checks that they are helpers.exam's)
+#: tests/test_exam.py checks that they are helpers.advice.exam's)
 QUESTIONS = (
     dict(bound_qid="17.trace-1-bound", fix_qid="17.trace-1-fix"),
     dict(bound_qid="17.trace-2-bound", fix_qid="17.trace-2-fix"),

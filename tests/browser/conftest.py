@@ -210,7 +210,7 @@ class LabServer:
         env.update(PROFILING_MODE="recorded", PROFILING_JOURNAL=str(self.journal),
                    JUPYTER_CONFIG_DIR=str(scratch / "config"), JUPYTER_RUNTIME_DIR=str(scratch / "runtime"),
                    IPYTHONDIR=str(scratch / "ipython"), PYTHONUNBUFFERED="1",
-                   # the kernel imports helpers at start-up (helpers/lab_setup.py's exec_lines), before the
+                   # the kernel imports helpers at start-up (helpers/classroom/lab_setup.py's exec_lines), before the
                    # notebook's series_setup: without this, a .venv installed from another clone (a git
                    # worktree's main checkout) would serve that clone's helpers, not the ones under test
                    PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))

@@ -1,0 +1,940 @@
+"""A roofline for every kernel the trace can size: achieved FLOP/s and bytes/s against the GPU's peaks.
+
+A kernel's work is not in the trace; its op's is. With ``record_shapes=True``
+each CPU op carries ``Input Dims`` and ``Input type``, and from them a
+matrix multiply's FLOPs (2*M*N*K) and an elementwise op's or a reduction's
+bytes follow. So each kernel is linked to its op the way the facts link
+them (:func:`helpers.facts.launching_op`): the kernel's correlation id gives
+its runtime launch, and the innermost ATen op around that launch is the op
+whose work it does.
+
+How work is attributed: every kernel that one op call launched shares that
+call's work. The call's FLOPs and bytes count once; its time is the sum of its
+kernels' durations (a split-K GEMM and its reduction kernel, or a GEMM and the
+bias kernel run after it, are one matrix multiply); the point is named after
+the kernel that took the longest (for a GEMM or a convolution, the longest
+kernel whose name says its arithmetic, :func:`helpers.facts.kernel_kinds.gemm_math`:
+not a layout transform run beside it). Calls with the same kernel name, op,
+shapes and dtype make one point.
+
+What is counted, and assumed (each :class:`Roofline` lists these in ``assumptions``):
+
+* GEMMs (``aten::mm``, ``addmm``, ``bmm``, ``baddbmm``, ``matmul``, ``linear``,
+  ``_scaled_mm``): 2*M*N*K FLOPs per matrix (a multiply and an add), the bias
+  add left out; bytes: each input read once and the output written once (the
+  least a kernel can move);
+* convolutions: 2 * output elements * (input channels / groups) * kernel
+  size FLOPs, the output's size from stride, padding and dilation (the op's
+  ``Concrete Inputs``);
+* elementwise ops: the output's shape is the inputs' shapes broadcast (the
+  first tensor's dtype), one FLOP per output element (a lower bound: a GELU
+  does more); an in-place op (``add_``) writes its first input; copies and
+  fills do no arithmetic (0 FLOPs);
+* reductions: one FLOP per element of the largest input; the output's shape from the
+  reduced dims when ``Concrete Inputs`` give them, the input's shape for
+  softmax and norms (one output per input), otherwise the output's bytes are
+  left out (a lower bound).
+
+The roofs come from :mod:`helpers.facts.hardware` (datasheet figures, never
+measured): the memory bandwidth, and the compute peak that fits the op's
+dtype: 16-bit tensor cores for bf16/fp16 GEMMs, the FP32 CUDA cores for
+fp32 GEMMs and for every elementwise op and reduction (ATen computes bf16 and
+fp16 elementwise math in float32). An fp32 GEMM may have run on TF32 tensor
+cores instead (``torch.backends.cuda.matmul.allow_tf32`` or
+``torch.set_float32_matmul_precision('high')``), which the trace does not
+record: it is judged against TF32 when the kernel's name says tf32
+(:func:`helpers.facts.kernel_kinds.gemm_math`) or when it went faster than the FP32
+cores can, and its point shows both roofs otherwise.
+
+No torch, no matplotlib: the plot is :func:`helpers.lesson.plots.roofline`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from . import hardware, kernel_kinds as kk
+from ..reader.trace import CPU_OP, KERNEL, Trace, TraceError
+from ..reader.source import open_text
+
+#: A kernel is *near* a roof when it reaches at least this fraction of the roof at its own
+#: arithmetic intensity (the lower of compute peak and intensity * bandwidth). Below it on
+#: both, it is far below both roofs: its time goes to latency, launch or too little work.
+NEAR = 0.5
+
+COMPUTE_BOUND = "compute-bound"
+MEMORY_BOUND = "memory-bound"
+FAR_BELOW = "far below both roofs (latency- or launch-bound)"
+
+NO_SHAPES = "not sized: the trace has no Input Dims (record with record_shapes=True)"
+
+ROOF_16 = "16-bit tensor cores"
+ROOF_TF32 = "TF32 tensor cores"
+ROOF_FP32 = "FP32 CUDA cores"
+
+ASSUMPTIONS = (
+    "each op call's FLOPs and bytes are shared by all the kernels it launched; its time is their summed durations",
+    "GEMM: 2*M*N*K FLOPs (bias add left out); bytes: inputs read once, output written once",
+    "elementwise: output shape = the inputs broadcast, first tensor's dtype; 1 FLOP per output element "
+    "(a lower bound); copies and fills 0 FLOPs",
+    "reduction: 1 FLOP per element of its largest input; output from the reduced dims when Concrete Inputs give them, "
+    "else left out of the bytes (a lower bound)",
+    f"near a roof: at least {NEAR:.0%} of the roof at the kernel's intensity",
+)
+
+#: Input type -> (short dtype, bytes per element). What Kineto writes is the C++ scalar type's name.
+DTYPES: dict[str, tuple[str, int]] = {
+    "float": ("fp32", 4), "c10::BFloat16": ("bf16", 2), "c10::Half": ("fp16", 2), "double": ("fp64", 8),
+    "c10::Float8_e4m3fn": ("fp8", 1), "c10::Float8_e5m2": ("fp8", 1), "c10::Float8_e4m3fnuz": ("fp8", 1),
+    "c10::Float8_e5m2fnuz": ("fp8", 1), "long": ("int64", 8), "int": ("int32", 4), "short": ("int16", 2),
+    "signed char": ("int8", 1), "unsigned char": ("uint8", 1), "bool": ("bool", 1),
+    "c10::complex<float>": ("complex64", 8), "c10::complex<double>": ("complex128", 16),
+}
+
+GEMM_OPS = frozenset({"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear",
+                      "aten::_scaled_mm", "aten::addbmm"})
+CONV_OPS = frozenset({"aten::convolution", "aten::_convolution", "aten::cudnn_convolution", "aten::conv1d",
+                      "aten::conv2d", "aten::conv3d"})
+# ops whose output has the input's shape (normalisations): sized as reductions that write as much as they read
+_SAME_SHAPE_REDUCTIONS = re.compile(r"softmax|layer_norm|batch_norm|group_norm|rms_norm|_norm_backward")
+_REDUCTIONS = re.compile(r"aten::(sum|mean|amax|amin|max|min|norm|linalg_vector_norm|var|std|argmax|argmin|prod|"
+                         r"any|all|logsumexp|_softmax|softmax|log_softmax|_log_softmax|_safe_softmax|"
+                         r"native_layer_norm|layer_norm|native_batch_norm|_batch_norm|native_group_norm|"
+                         r"_fused_rms_norm|rms_norm)\b")
+_COPIES = frozenset({"aten::copy_", "aten::_to_copy", "aten::clone", "aten::contiguous", "aten::to"})
+_FILLS = frozenset({"aten::fill_", "aten::zero_", "aten::zeros", "aten::ones", "aten::full", "aten::zeros_like",
+                    "aten::ones_like", "aten::full_like"})
+
+
+@dataclass(frozen=True)
+class Work:
+    """What one op call must do at least: FLOPs and bytes moved to and from GPU memory."""
+
+    kind: str  # "gemm", "conv", "elementwise", "reduction", "copy", "fill"
+    flops: float
+    bytes: float
+    dtype: str
+    shape: str  # the op's input dims, as the trace gives them
+
+
+@dataclass
+class Point:
+    """One kernel name + op + shape group on the roofline."""
+
+    kernel: str  # the kernel that took the longest in each call
+    op: str
+    kind: str
+    dtype: str
+    shape: str
+    count: int  # op calls
+    flops: float  # per call
+    bytes: float  # per call
+    time_us: float  # all calls' kernels, summed
+    share: float  # of all kernel time in the trace
+    achieved_tflops: float
+    achieved_tbs: float
+    intensity: float  # FLOP per byte
+    roof: str | None = None  # the compute roof it is judged against
+    peak_tflops: float | None = None
+    roof_tflops: float | None = None  # the roof at its intensity: min(peak, intensity * bandwidth)
+    of_roof: float | None = None  # achieved / roof at its intensity
+    bound: str | None = None  # COMPUTE_BOUND, MEMORY_BOUND, FAR_BELOW; None without roofs
+    other_roof: str | None = None  # an fp32 GEMM's TF32 roof, when the trace cannot tell which one it used
+    other_of_roof: float | None = None
+    other_bound: str | None = None
+    note: str | None = None
+
+    @property
+    def label(self) -> str:
+        """A short name for a plot: the kernel's name without its template arguments."""
+        return short_name(self.kernel)
+
+
+@dataclass
+class NotSized:
+    """GPU work the roofline leaves out, and why."""
+
+    reason: str
+    kernels: int
+    time_us: float
+    share: float
+    example: str  # one kernel's name (with its op, if any)
+
+
+@dataclass
+class Peaks:
+    """The roofs: datasheet figures for the trace's GPU."""
+
+    gpu: str
+    bandwidth_tbs: float
+    compute_tflops: dict[str, float]  # roof name -> peak TFLOP/s
+    source: str
+
+
+@dataclass
+class Roofline:
+    """Every sized kernel group against the GPU's roofs; what could not be sized and why."""
+
+    gpu: str | None
+    peaks: Peaks | None  # None: no roofs (unknown GPU), see ``note``
+    points: list[Point] = field(default_factory=list)  # by time, longest first
+    not_sized: list[NotSized] = field(default_factory=list)
+    note: str | None = None  # why there are no points or no roofs, as a sentence
+    kernel_time_us: float = 0.0  # all kernels in the trace
+    near: float = NEAR
+    assumptions: tuple[str, ...] = ASSUMPTIONS
+
+    @property
+    def sized(self) -> bool:
+        return bool(self.points)
+
+    @property
+    def sized_share(self) -> float:
+        return sum(p.share for p in self.points)
+
+    def to_json(self, top: int | None = None) -> dict:
+        """The roofline as JSON-ready data, every field's unit in its name."""
+        pts = self.points if top is None else self.points[:top]
+        return {
+            "gpu": self.gpu,
+            "note": self.note,
+            "near_fraction_of_roof": self.near,
+            "peaks": None if self.peaks is None else {
+                "gpu": self.peaks.gpu, "peak_tbs": self.peaks.bandwidth_tbs,
+                "peak_tflops": dict(self.peaks.compute_tflops), "source": self.peaks.source},
+            "kernel_time_us": self.kernel_time_us,
+            "sized_share_of_kernel_time": self.sized_share,
+            "points": [{
+                "kernel": p.kernel, "op": p.op, "kind": p.kind, "dtype": p.dtype, "input_dims": p.shape,
+                "count": p.count, "flops_per_call": p.flops, "bytes_per_call": p.bytes, "time_us": p.time_us,
+                "share_of_kernel_time": p.share, "achieved_tflops": p.achieved_tflops,
+                "achieved_tbs": p.achieved_tbs, "intensity_flop_per_byte": p.intensity, "roof": p.roof,
+                "peak_tflops": p.peak_tflops, "roof_tflops_at_intensity": p.roof_tflops,
+                "fraction_of_roof": p.of_roof, "bound": p.bound, "other_roof": p.other_roof,
+                "other_fraction_of_roof": p.other_of_roof, "other_bound": p.other_bound, "note": p.note,
+            } for p in pts],
+            "points_left_out": len(self.points) - len(pts),
+            "not_sized": [{"reason": n.reason, "kernels": n.kernels, "time_us": n.time_us,
+                           "share_of_kernel_time": n.share, "example": n.example} for n in self.not_sized],
+            "assumptions": list(self.assumptions),
+        }
+
+
+def short_name(kernel: str, width: int = 40) -> str:
+    """A kernel's name without ``void``, namespaces' template arguments and parameter list, cut to ``width``."""
+    s = kernel.removeprefix("void ").replace("(anonymous namespace)::", "")
+    cut = len(s)
+    for ch in "<(":
+        k = s.find(ch)
+        if k > 0:
+            cut = min(cut, k)
+    base = s[:cut].rsplit("::", 1)[-1] or s[:cut]
+    if base.lower().rstrip("0123456789") in ("kernel", "device_kernel") and s[cut:cut + 1] == "<":
+        # a library's generic launcher (CUTLASS's Kernel<...>): the first template argument names the kernel
+        inner = re.split(r"[<>,(]", s[cut + 1:], maxsplit=1)[0].strip()
+        base = inner.rsplit("::", 1)[-1] or base
+    s = base
+    return s if len(s) <= width else s[:width - 1] + "…"
+
+
+# --- the op's shapes, read beside the trace ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class Shapes:
+    """One op call's Input Dims, Input type and Concrete Inputs, as the trace holds them."""
+
+    dims: Any
+    types: Any
+    concrete: Any
+
+
+class _Recorded:
+    """An op's three args as found in the file: undecoded JSON text (msgspec) or values (json module).
+
+    Most ops never launch a kernel: their shapes are decoded only when asked for.
+    """
+
+    __slots__ = ("parts", "raw")
+
+    def __init__(self, parts: tuple, raw: bool) -> None:
+        self.parts, self.raw = parts, raw
+
+    @property
+    def key(self) -> Any:
+        """Equal for equal shapes (the JSON text itself, or its values re-encoded)."""
+        if self.raw:
+            return b"\x00".join(map(bytes, self.parts))
+        return json.dumps(self.parts, separators=(",", ":"))
+
+    def shapes(self) -> Shapes:
+        if self.raw:
+            return Shapes(*(msgspec.json.decode(p) if len(p) else None for p in self.parts))
+        return Shapes(*self.parts)
+
+
+try:
+    import msgspec
+
+    class _OpArgs(msgspec.Struct, gc=False):
+        dims: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Input Dims")
+        types: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Input type")
+        concrete: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Concrete Inputs")
+
+    class _OpEvent(msgspec.Struct, gc=False):
+        cat: Any = None
+        name: Any = None
+        tid: Any = None
+        ts: Any = None
+        args: _OpArgs = msgspec.field(default_factory=_OpArgs)  # of the other keys, nothing is kept
+
+    class _DocEvents(msgspec.Struct, gc=False):
+        traceEvents: list[msgspec.Raw] = []  # each event's text, unparsed: most have no shapes
+
+    _decode_doc = msgspec.json.Decoder(_DocEvents).decode
+    _decode_list = msgspec.json.Decoder(list[msgspec.Raw]).decode
+    _decode_op = msgspec.json.Decoder(_OpEvent).decode
+
+except ImportError:  # pragma: no cover - the json module's path below does the same
+    msgspec = None  # type: ignore[assignment]
+
+
+_OP_CATS = ("cpu_op", "operator")  # Kineto's spellings of an ATen op's category
+_NOT_WS = re.compile(rb"[^ \t\r\n]")
+
+
+_Found = list[tuple[Any, Any, Any, "_Recorded"]]  # (name, tid, ts, shapes) of CPU ops
+
+
+def _scan(text: bytes | bytearray, keep: Callable[[Any, Any], bool]) -> tuple[int, _Found]:
+    """How many CPU ops have Input Dims in the trace's text, and (name, tid, ts, shapes) of those
+    ``keep(name, ts)`` wants."""
+    out = []
+    seen = 0
+    if msgspec is not None:
+        try:
+            # Each event as unparsed text first (a view of ``text``), then only those that hold shapes decoded,
+            # and of those only the ops that launched kernels kept (copied out, so the text can go).
+            first = _NOT_WS.search(text)  # not text.lstrip(): that would copy the whole text
+            events = _decode_list(text) if first and first.group() == b"[" else _decode_doc(text).traceEvents
+            for raw in events:
+                if b'"Input Dims"' in bytes(raw):
+                    e = _decode_op(raw)
+                    if len(e.args.dims) and isinstance(e.cat, str) and e.cat.lower() in _OP_CATS:
+                        seen += 1
+                        if keep(e.name, e.ts):
+                            a = e.args
+                            out.append((e.name, e.tid, e.ts, _Recorded((bytes(a.dims), bytes(a.types),
+                                                                        bytes(a.concrete)), True)))
+            return seen, out
+        except (msgspec.DecodeError, ValueError, RecursionError):
+            out, seen = [], 0  # what msgspec refuses (args that are not an object...), the json module decides
+    doc = json.loads(text)
+    events = doc.get("traceEvents", []) if isinstance(doc, dict) else doc if isinstance(doc, list) else []
+    for e in events:
+        if not isinstance(e, dict) or not isinstance(e.get("cat"), str):
+            continue
+        a = e.get("args")
+        if e["cat"].lower() in _OP_CATS and isinstance(a, dict) and "Input Dims" in a:
+            seen += 1
+            if keep(e.get("name"), e.get("ts")):
+                out.append((e.get("name"), e.get("tid"), e.get("ts"),
+                            _Recorded((a["Input Dims"], a.get("Input type"), a.get("Concrete Inputs")), False)))
+    return seen, out
+
+
+def _float(v: Any) -> float | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, str):
+        try:
+            return float(v)
+        except ValueError:
+            return None
+    return None
+
+
+_Shapes = dict[tuple[str, float], list[tuple[Any, "_Recorded"]]]  # (op name, start) -> [(thread id, shapes)]
+
+
+def _op_shapes(trace: Trace, wanted: set[tuple[str, float]]) -> _Shapes | str:
+    """(op name, start in the trace's clock) -> [(thread id, its shapes)] for the ``wanted`` ops, or a sentence
+    saying why there are none.
+
+    The reader keeps no op's input shapes (they would cost every reading of
+    every trace); this reads the trace's file again for them.
+    """
+    t0 = trace.t0
+
+    names = {name for name, _ in wanted}
+
+    def keep(name: Any, ts: Any) -> bool:
+        if name not in names:  # most ops launch nothing: no number to convert for them
+            return False
+        t = _float(ts)
+        return t is not None and (name, t - t0) in wanted
+
+    try:
+        blocks, close, _ = open_text(trace.path)
+        text = bytearray()  # grown in place: joining a list of blocks would hold the text twice at its peak
+        try:
+            for block in blocks:
+                text += block
+        finally:
+            close()
+        if not _NOT_WS.search(text):  # a pipe (`summarize <(zcat ...)`) is empty the second time
+            return ("not sized: the trace came through a pipe, which cannot be read a second time for the ops' "
+                    "shapes: give the file itself")
+        seen, found = _scan(text, keep)
+    except (OSError, TraceError, ValueError, RecursionError) as e:
+        return f"not sized: the trace's file could not be read again for its op shapes ({e})"
+    if not seen:
+        return NO_SHAPES
+    result: _Shapes = {}
+    for name, tid, ts, rec in found:
+        result.setdefault((name, _float(ts) - t0), []).append((tid, rec))
+    return result
+
+
+def op_shapes(trace: Trace, ops: list[int]) -> dict[int, Shapes] | str:
+    """Each of these op events' recorded shapes (Input Dims, Input type, Concrete Inputs), read again from the
+    trace's file; or a sentence saying why there are none (no shapes recorded, a pipe, an unreadable file)."""
+    found = _op_shapes(trace, {(trace.name_of(op), trace.ts[op]) for op in ops})
+    if isinstance(found, str):
+        return found
+    out: dict[int, Shapes] = {}
+    for op in ops:
+        recs = found.get((trace.name_of(op), trace.ts[op]))
+        if not recs:
+            continue
+        if len(recs) > 1:
+            tid = trace.lanes[trace.lane[op]].tid
+            recs = [f for f in recs if f[0] == tid] or recs
+        out[op] = recs[0][1].shapes()
+    return out
+
+
+# --- sizing one op call --------------------------------------------------------------------------
+
+
+def _numel(shape: list) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _is_shape(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in v)
+
+
+def _tensors(s: Shapes) -> list[tuple[list, str, int]] | str:
+    """The op's tensor inputs: (shape, dtype, bytes per element), or why they cannot be known."""
+    dims, types = s.dims, s.types
+    if not isinstance(dims, list) or not isinstance(types, list) or len(dims) != len(types):
+        return "its Input Dims and Input type do not pair up"
+    out = []
+    for d, t in zip(dims, types):
+        if t == "TensorList" or t == "TensorList?":
+            return "a TensorList input's element type is not recorded"
+        known = DTYPES.get(t) if isinstance(t, str) else None
+        if known is None:
+            continue  # a scalar, a list of ints, an optional left out: no tensor
+        if not _is_shape(d):
+            return f"an input's dims {d!r} are not a shape"
+        out.append((d, known[0], known[1]))
+    return out
+
+
+def _broadcast(shapes: list[list]) -> list | None:
+    n = max(map(len, shapes), default=0)
+    out = []
+    for k in range(n):
+        sizes = {s[len(s) - n + k] for s in shapes if len(s) - n + k >= 0} - {1}
+        if len(sizes) > 1:
+            return None
+        out.append(sizes.pop() if sizes else 1)
+    return out
+
+
+def _concrete(s: Shapes, k: int) -> Any:
+    """The k-th Concrete Input, parsed from its text ('[0]', 'True', '2'), or None."""
+    c = s.concrete
+    if not isinstance(c, list) or k >= len(c) or not isinstance(c[k], str) or not c[k]:
+        return None
+    text = c[k].strip()
+    if text in ("True", "False"):
+        return text == "True"
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _gemm(op: str, s: Shapes) -> Work | str:
+    ts = _tensors(s)
+    if isinstance(ts, str):
+        return ts
+    shapes = [t[0] for t in ts]
+    if len(ts) < 2:
+        return "its two matrices' shapes are not both recorded"
+    dtype, es = ts[0][1], ts[0][2]
+    try:
+        if op in ("aten::mm", "aten::_scaled_mm"):
+            (m, k), (k2, n) = shapes[0], shapes[1]
+            a, b, batch, extra = shapes[0], shapes[1], 1, []
+        elif op == "aten::addmm":
+            (m, k), (k2, n) = shapes[1], shapes[2]
+            a, b, batch, extra = shapes[1], shapes[2], 1, [shapes[0]]
+            dtype, es = ts[1][1], ts[1][2]
+        elif op == "aten::bmm":
+            (batch, m, k), (_, k2, n) = shapes[0], shapes[1]
+            a, b, extra = shapes[0], shapes[1], []
+        elif op in ("aten::baddbmm", "aten::addbmm"):
+            (batch, m, k), (_, k2, n) = shapes[1], shapes[2]
+            a, b, extra = shapes[1], shapes[2], [shapes[0]]
+            dtype, es = ts[1][1], ts[1][2]
+        elif op == "aten::linear":
+            x, w = shapes[0], shapes[1]
+            (n, k2), k = w, x[-1]
+            m, batch, a, b, extra = _numel(x[:-1]), 1, x, w, shapes[2:3]
+        else:  # aten::matmul: the batch dims of the first input, a 1-d or 2-d second
+            x, w = shapes[0], shapes[1]
+            if len(w) == 1:
+                w = w + [1]
+            if len(x) == 1:
+                x = [1] + x
+            k, k2, n = x[-1], w[-2], w[-1]
+            m, batch, a, b, extra = x[-2], max(_numel(x[:-2]), _numel(w[:-2])), x, w, []
+    except (ValueError, IndexError, TypeError):
+        return f"its inputs {s.dims!r} are not the shapes {op} takes"
+    if k != k2:
+        return f"its inputs {s.dims!r} do not multiply (inner dims {k} and {k2})"
+    out_elems = batch * m * n
+    moved = (_numel(a) + _numel(b) + sum(map(_numel, extra)) + out_elems) * es
+    if op == "aten::_scaled_mm":
+        moved = (_numel(a) + _numel(b)) * es + out_elems * 2  # fp8 inputs; the output is at least 16-bit
+    return Work("gemm", hardware.gemm_flops(m, n, k, batch), moved, dtype, _dims_text(s.dims))
+
+
+_CONV_ARGS = {  # op -> positions of (stride, padding, dilation, transposed, groups); None: not an argument
+    "aten::convolution": (3, 4, 5, 6, 8),
+    "aten::_convolution": (3, 4, 5, 6, 8),
+    "aten::cudnn_convolution": (3, 2, 4, None, 5),
+    "aten::conv1d": (3, 4, 5, None, 6),
+    "aten::conv2d": (3, 4, 5, None, 6),
+    "aten::conv3d": (3, 4, 5, None, 6),
+}
+
+
+def _conv(op: str, s: Shapes) -> Work | str:
+    ts = _tensors(s)
+    if isinstance(ts, str):
+        return ts
+    if len(ts) < 2:
+        return "its input and weight shapes are not both recorded"
+    (x, dtype, es), (w, _, _) = ts[0], ts[1]
+    where = _CONV_ARGS[op]
+    stride, padding, dilation = (_concrete(s, k) for k in where[:3])
+    transposed = _concrete(s, where[3]) if where[3] is not None else False
+    groups = _concrete(s, where[4])
+    spatial = len(x) - 2
+    if transposed:
+        return "a transposed convolution (no rule here)"
+    if not (isinstance(groups, int) and groups > 0 and all(isinstance(v, list) for v in (stride, padding, dilation))):
+        return "its stride, padding, dilation or groups are not in the trace's Concrete Inputs"
+    expand = (lambda v: v * spatial if len(v) == 1 else v)
+    stride, padding, dilation = expand(stride), expand(padding), expand(dilation)
+    if spatial < 1 or len(w) != len(x) or not (len(stride) == len(padding) == len(dilation) == spatial):
+        return f"its inputs {s.dims!r} are not a convolution's"
+    out_sp = [(x[2 + d] + 2 * padding[d] - dilation[d] * (w[2 + d] - 1) - 1) // stride[d] + 1 for d in range(spatial)]
+    if min(out_sp) < 1:
+        return f"its inputs {s.dims!r} give no output"
+    out = [x[0], w[0]] + out_sp
+    flops = 2.0 * _numel(out) * (x[1] // groups) * _numel(w[2:])
+    moved = (_numel(x) + _numel(w) + sum(_numel(t[0]) for t in ts[2:]) + _numel(out)) * es
+    return Work("conv", flops, moved, dtype, _dims_text(s.dims))
+
+
+def _elementwise(op: str, s: Shapes, kind: str) -> Work | str:
+    ts = _tensors(s)
+    if isinstance(ts, str):
+        return ts
+    dtype = ts[0][1] if ts else None
+    if kind == "fill":
+        if not ts:
+            return "its output's shape is not among its inputs (a factory op)"
+        return Work("fill", 0.0, _numel(ts[0][0]) * ts[0][2], ts[0][1], _dims_text(s.dims))
+    if not ts:
+        return "it has no tensor input"
+    if kind == "copy":
+        if op == "aten::copy_" and len(ts) >= 2:  # writes self, reads src: self is not read
+            moved = _numel(ts[0][0]) * ts[0][2] + _numel(ts[1][0]) * ts[1][2]
+        else:  # a new tensor of the input's shape (its dtype may change: counted at the input's)
+            moved = 2 * _numel(ts[0][0]) * ts[0][2]
+        return Work("copy", 0.0, moved, dtype, _dims_text(s.dims))
+    out = _broadcast([t[0] for t in ts])
+    if out is None:
+        return f"its inputs {s.dims!r} do not broadcast together (not an elementwise op?)"
+    n_out = _numel(out)
+    reads = sum(_numel(t[0]) * t[2] for t in ts)
+    return Work("elementwise", float(n_out), reads + n_out * ts[0][2], dtype, _dims_text(s.dims))
+
+
+def _reduction(op: str, s: Shapes) -> Work | str:
+    ts = _tensors(s)
+    if isinstance(ts, str):
+        return ts
+    if not ts:
+        return "it has no tensor input"
+    x, dtype, es = ts[0]
+    # a backward reduction's first input may be a 0-d gradient: the work follows its largest input
+    n_in = max(_numel(t[0]) for t in ts)
+    reads = sum(_numel(t[0]) * t[2] for t in ts)
+    if _SAME_SHAPE_REDUCTIONS.search(op):
+        out = n_in
+    else:
+        dims = _concrete(s, 1)
+        if len(ts) == 1 and all(not (isinstance(d, list) and d) for d in (s.dims or [])[1:]) and dims is None \
+                and len(s.dims or []) == 1:
+            out = 1  # the whole tensor to one value (aten::sum(x))
+        elif isinstance(dims, int):
+            out = _numel(x) // max(1, x[dims] if -len(x) <= dims < len(x) else 1)
+        elif isinstance(dims, list) and all(isinstance(d, int) and -len(x) <= d < len(x) for d in dims):
+            out = _numel(x) // max(1, _numel([x[d] for d in set(d % len(x) for d in dims)])) if dims else 1
+        else:
+            out = 0  # unknown: left out, so the bytes are a lower bound
+    return Work("reduction", float(n_in), reads + out * es, dtype, _dims_text(s.dims))
+
+
+def _dims_text(dims: Any) -> str:
+    return json.dumps(dims, separators=(",", ":"))
+
+
+def size_op(op: str, s: Shapes, kernel_kind: str) -> Work | str:
+    """One op call's work from its shapes, or why it cannot be sized (a phrase)."""
+    if op in GEMM_OPS:
+        return _gemm(op, s)
+    if op in CONV_OPS:
+        return _conv(op, s)
+    if not op.startswith("aten::"):  # a library's own op (fbgemm::..., a custom autograd node): no rule knows it
+        return f"no rule sizes {op}"
+    if op in _FILLS or kernel_kind == kk.FILL:
+        return _elementwise(op, s, "fill")
+    if op in _COPIES or kernel_kind == kk.COPY:
+        return _elementwise(op, s, "copy")
+    if _REDUCTIONS.search(op) or kernel_kind == kk.REDUCTION:
+        return _reduction(op, s)
+    if kernel_kind == kk.ELEMENTWISE:
+        return _elementwise(op, s, "elementwise")
+    return f"no rule sizes {kernel_kind} kernels"
+
+
+# --- the roofline --------------------------------------------------------------------------------
+
+
+def peaks(gpu: str | None) -> Peaks | None:
+    """The roofs for a GPU by name, from :mod:`helpers.facts.hardware`'s datasheets, or None for an unlisted GPU."""
+    d = hardware.datasheet(gpu)
+    if d is None:
+        return None
+    roofs = {ROOF_16: d.dense_tflops}
+    if d.tf32_tflops is not None:
+        roofs[ROOF_TF32] = d.tf32_tflops
+    if d.fp32_tflops is not None:
+        roofs[ROOF_FP32] = d.fp32_tflops
+    return Peaks(gpu or "", d.bandwidth_tbs, roofs, d.source)
+
+
+def _judge(flops_s: float, bytes_s: float, intensity: float, peak_tflops: float | None,
+           bw_tbs: float) -> tuple[float | None, float | None, str | None]:
+    """(roof at this intensity in TFLOP/s, achieved fraction of it, bound)."""
+    if flops_s <= 0 or peak_tflops is None:  # no arithmetic, or no compute roof: the bandwidth roof alone
+        frac = bytes_s / (bw_tbs * 1e12)
+        return None, frac, MEMORY_BOUND if frac >= NEAR else FAR_BELOW
+    mem_roof = intensity * bw_tbs  # TFLOP/s: FLOP/byte * TB/s
+    roof = min(peak_tflops, mem_roof)
+    frac = flops_s / 1e12 / roof
+    if frac < NEAR:
+        return roof, frac, FAR_BELOW
+    return roof, frac, COMPUTE_BOUND if mem_roof >= peak_tflops else MEMORY_BOUND
+
+
+def _innermost_op(trace: Trace, i: int) -> int:
+    p = trace.parent(i)
+    while p >= 0 and trace.group_of(p) != CPU_OP:
+        p = trace.parent(p)
+    return p
+
+
+def roofline(trace: Trace) -> Roofline:
+    """Every GPU kernel whose op the trace sizes, against the GPU's roofs (see the module's docstring)."""
+    memo = trace.memo.get("roofline")
+    if memo is not None:
+        return memo
+    gpu = trace.device_name
+    pk = peaks(gpu)
+    kernels = trace.on_gpu((KERNEL,))
+    total = sum(map(trace.dur.__getitem__, kernels))
+    r = Roofline(gpu, pk, kernel_time_us=total)
+    if not kernels:
+        r.note = "not sized: the trace has no GPU kernels"
+    else:
+        calls, left = _calls(trace, kernels)
+        shapes = _op_shapes(trace, {(trace.name_of(op), trace.ts[op]) for op in calls})
+        if isinstance(shapes, str):
+            r.note = shapes
+            r.not_sized.append(NotSized(shapes.removeprefix("not sized: "), len(kernels), total,
+                                        1.0 if total else 0.0, trace.name_of(kernels[0])))
+        else:
+            _fill(trace, r, calls, left, shapes, total)
+        if pk is None and r.note is None:
+            r.note = (f"no roofs: the GPU {gpu!r} has no datasheet in helpers/facts/hardware.py, so achieved "
+                      "FLOP/s and bytes/s are shown without a bound" if gpu else
+                      "no roofs: the trace names no GPU (no deviceProperties), so no datasheet applies")
+    trace.memo["roofline"] = r
+    return r
+
+
+def _calls(trace: Trace, kernels: list[int]) -> tuple[dict[int, list[int]], dict[str, list[int]]]:
+    """Op event -> the kernels it launched (the innermost ATen op around each launch); reason -> kernels without."""
+    calls: dict[int, list[int]] = {}
+    left: dict[str, list[int]] = {}
+    for j, i in zip(kernels, trace.launchers(kernels)):
+        op = _innermost_op(trace, i) if i >= 0 else -1
+        if op < 0:
+            why = "its launch call is not in the trace" if i < 0 else "no ATen op around its launch call"
+            left.setdefault(why, []).append(j)
+            continue
+        calls.setdefault(op, []).append(j)
+    return calls, left
+
+
+def _kind(cache: dict[tuple[str, str], str], kernel: str, op: str) -> str:
+    """:func:`helpers.facts.kernel_kinds.classify`, once per (kernel, op): it runs regexes over long names."""
+    kind = cache.get((kernel, op))
+    if kind is None:
+        kind = cache[kernel, op] = kk.classify(kernel, KERNEL, op)
+    return kind
+
+
+def _fill(trace: Trace, r: Roofline, calls: dict[int, list[int]], left: dict[str, list[int]], shapes: dict,
+          total: float) -> None:
+    groups: dict[tuple, list] = {}  # (kernel, op, shape, dtype) -> [count, time, work]
+    kinds: dict[tuple[str, str], str] = {}  # (kernel, op) -> its kind
+    sized: dict[tuple, Work | str] = {}  # the same op with the same shapes, sized once
+    for op, ks in calls.items():
+        name = trace.name_of(op)
+        found = shapes.get((name, trace.ts[op]))
+        main = max(ks, key=trace.dur.__getitem__)
+        if name in GEMM_OPS or name in CONV_OPS:
+            # named after its longest GEMM kernel, not a layout transform or a reduction launched beside it
+            gemm = [j for j in ks if _kind(kinds, trace.name_of(j), name) == kk.GEMM]
+            # of those, one whose name says its arithmetic (kernel_kinds.gemm_math): a real matrix multiply
+            mma = [j for j in gemm if kk.gemm_math(trace.name_of(j)) is not None]
+            main = max(mma or gemm or ks, key=trace.dur.__getitem__)
+        kname = trace.name_of(main)
+        if not found:
+            left.setdefault(f"{name}: no Input Dims recorded for it", []).extend(ks)
+            continue
+        if len(found) > 1:
+            tid = trace.lanes[trace.lane[op]].tid
+            found = [f for f in found if f[0] == tid] or found
+        kind = _kind(kinds, kname, name)
+        rec = found[0][1]
+        key = (name, kind, rec.key)
+        w = sized.get(key)
+        if w is None:
+            try:
+                w = size_op(name, rec.shapes(), kind)
+            except (ValueError, TypeError, IndexError, ZeroDivisionError) as e:  # shapes no rule expected
+                w = f"its shapes could not be read ({type(e).__name__})"
+            sized[key] = w
+        if isinstance(w, str):
+            left.setdefault(f"{name}: {w}", []).extend(ks)
+            continue
+        key = (kname, name, w.shape, w.dtype)
+        g = groups.get(key)
+        t = sum(map(trace.dur.__getitem__, ks))
+        if g is None:
+            groups[key] = [1, t, w]
+        else:
+            g[0] += 1
+            g[1] += t
+    for (kname, op, shape, dtype), (count, t, w) in groups.items():
+        r.points.append(_point(r.peaks, kname, op, w, count, t, total))
+    r.points.sort(key=lambda p: -p.time_us)
+    for reason, ks in left.items():
+        t = sum(map(trace.dur.__getitem__, ks))
+        op = _innermost_op(trace, trace.launch_of(ks[0])) if trace.launch_of(ks[0]) >= 0 else -1
+        example = trace.name_of(ks[0]) + (f" (under {trace.name_of(op)})" if op >= 0 else "")
+        r.not_sized.append(NotSized(reason, len(ks), t, t / total if total else 0.0, example))
+    r.not_sized.sort(key=lambda n: -n.time_us)
+    if not r.points:
+        r.note = "not sized: no kernel's op could be sized (the reasons follow)"
+
+
+def _point(pk: Peaks | None, kname: str, op: str, w: Work, count: int, t_us: float, total: float) -> Point:
+    secs = t_us * 1e-6
+    flops_s = w.flops * count / secs if secs > 0 else 0.0
+    bytes_s = w.bytes * count / secs if secs > 0 else 0.0
+    intensity = w.flops / w.bytes if w.bytes else math.inf
+    p = Point(kname, op, w.kind, w.dtype or "?", w.shape, count, w.flops, w.bytes, t_us,
+              t_us / total if total else 0.0, flops_s / 1e12, bytes_s / 1e12, intensity)
+    if pk is None or secs <= 0:
+        return p
+    roof, other, note = _roof_for(pk, w, kname, flops_s)
+    p.note = note
+    if roof is None and w.flops > 0:
+        p.note = f"no {w.dtype} compute peak in helpers/facts/hardware.py: judged against the bandwidth roof alone"
+    p.roof, p.peak_tflops = roof, pk.compute_tflops.get(roof) if roof else None
+    p.roof_tflops, p.of_roof, p.bound = _judge(flops_s, bytes_s, intensity, p.peak_tflops, pk.bandwidth_tbs)
+    if p.of_roof is not None and p.of_roof > 1:
+        p.note = ((p.note + "; ") if p.note else "") + (
+            "above the roof at its intensity: a hypothesis is that part of its data came from the L2 cache, "
+            "or that it moved less than the inputs and output counted here")
+    if other is not None:
+        p.other_roof = other
+        _, p.other_of_roof, p.other_bound = _judge(flops_s, bytes_s, intensity, pk.compute_tflops[other],
+                                                   pk.bandwidth_tbs)
+    return p
+
+
+def _roof_for(pk: Peaks, w: Work, kname: str, flops_s: float) -> tuple[str | None, str | None, str | None]:
+    """(the compute roof judged against, an alternative roof or None, a note or None)."""
+    roofs = pk.compute_tflops
+    if w.kind not in ("gemm", "conv"):
+        # ATen computes bf16/fp16 elementwise math in float32 (its opmath type), on the CUDA cores
+        return (ROOF_FP32 if ROOF_FP32 in roofs else None), None, None
+    if w.dtype in ("bf16", "fp16"):
+        return ROOF_16, None, None
+    if w.dtype == "fp32":
+        if ROOF_FP32 not in roofs:
+            return None, None, None
+        math_ = kk.gemm_math(kname)
+        if ROOF_TF32 not in roofs:
+            return ROOF_FP32, None, None
+        if math_ == kk.TF32:
+            return ROOF_TF32, None, "the kernel's name says TF32"
+        if flops_s / 1e12 > roofs[ROOF_FP32]:
+            return ROOF_TF32, None, ("faster than the FP32 CUDA cores' peak: it ran on TF32 tensor cores "
+                                     "(TF32 allowed)")
+        if math_ == kk.FP32_SIMT:
+            return ROOF_FP32, None, "the kernel's name says FP32 on the CUDA cores"
+        return ROOF_FP32, ROOF_TF32, ("fp32: the FP32 CUDA cores' roof; the TF32 roof applies instead if TF32 "
+                                      "was allowed (allow_tf32 / set_float32_matmul_precision('high')), "
+                                      "which the trace does not record")
+    return None, None, None
+
+
+# --- which bound holds the GPU's time ------------------------------------------------------------------------
+
+
+@dataclass
+class Dominant:
+    """The bound (compute, memory, far below both) that holds most of a trace's kernel time, by the roofline."""
+
+    bound: str  # COMPUTE_BOUND, MEMORY_BOUND or FAR_BELOW
+    share: float  # of all kernel time in the trace
+    of_roof: float  # the fraction of the roof at their intensity its kernels reach: the median, weighted by time
+    roofs: list[str]  # the compute roofs its kernels are judged against (compute-bound), longest first
+    shares: dict[str, float]  # every bound's share of all kernel time
+
+
+def _weighted_median(pairs: list[tuple[float, float]]) -> float:
+    """The median of the values, each counted as often as its weight: (value, weight) pairs."""
+    pairs = sorted(pairs)
+    half = sum(w for _, w in pairs) / 2
+    run = 0.0
+    for v, w in pairs:
+        run += w
+        if run >= half:
+            return v
+    return pairs[-1][0]
+
+
+def dominant(r: Roofline) -> Dominant | None:
+    """The bound holding at least half the trace's kernel time, or None (no roofs, too little sized, or a mix)."""
+    judged = [p for p in r.points if p.bound is not None and p.of_roof is not None]
+    shares: dict[str, float] = {}
+    for p in judged:
+        shares[p.bound] = shares.get(p.bound, 0.0) + p.share
+    if not shares:
+        return None
+    bound, share = max(shares.items(), key=lambda kv: kv[1])
+    if share < 0.5:
+        return None
+    mine = [p for p in judged if p.bound == bound]
+    roofs: dict[str, float] = {}
+    for p in mine:
+        if p.roof and bound == COMPUTE_BOUND:
+            roofs[p.roof] = roofs.get(p.roof, 0.0) + p.time_us
+    return Dominant(bound, share, _weighted_median([(p.of_roof, p.time_us) for p in mine]),
+                    sorted(roofs, key=lambda k: -roofs[k]), shares)
+
+
+def dominant_text(d: Dominant) -> str:
+    """One line on what holds the GPU's time, as diagnose's GPU-bound finding words it."""
+    head = f"by the roofline (summarize), {d.share:.0%} of the kernel time is in "
+    most = f"{1 / d.of_roof:.2g}x" if d.of_roof > 0 else "-"
+    if d.bound == MEMORY_BOUND:
+        return (head + f"memory-bound kernels, at a median {d.of_roof:.0%} of the memory roof at their intensity "
+                f"(weighted by time: a kernel there can go at most {most} faster moving the same bytes); moving "
+                "fewer bytes (fusing them: fewer passes over memory) is what would shorten them")
+    if d.bound == COMPUTE_BOUND:
+        return (head + f"compute-bound kernels, at a median {d.of_roof:.0%} of the {' and '.join(d.roofs)} peak "
+                f"(weighted by time: a kernel there can go at most {most} faster with the same arithmetic in the "
+                "same precision)")
+    return (head + f"kernels far below both roofs, at a median {d.of_roof:.0%} of the roof at their intensity "
+            "(weighted by time): not the GPU's peaks but latency, launches or too little work per kernel set their "
+            "pace")
+
+
+# --- as text ------------------------------------------------------------------------------------
+
+_BOUND_SHORT = {COMPUTE_BOUND: "compute-bound", MEMORY_BOUND: "memory-bound", FAR_BELOW: "far below both"}
+
+
+def _num(x: float | None, digits: int = 3) -> str:
+    if x is None or not math.isfinite(x):
+        return "-"
+    return f"{x:.{digits}g}" if abs(x) < 10 ** digits else f"{x:,.0f}"
+
+
+def roofline_text(r: Roofline, top: int = 10) -> list[str]:
+    """The roofline's lines for ``python -m helpers summarize``: the top kernel groups by time, what was left out."""
+    out = ["", "roofline (achieved against the datasheet's roofs; " + (
+        f"near a roof: at least {r.near:.0%} of it at the kernel's FLOP/byte):")]
+    if r.peaks is not None:
+        roofs = ", ".join(f"{k} {_num(v, 4)} TFLOP/s" for k, v in r.peaks.compute_tflops.items())
+        out.append(f"  {r.peaks.gpu}: {roofs}; memory {_num(r.peaks.bandwidth_tbs)} TB/s")
+    if r.note:
+        out.append(f"  {r.note}")
+    if r.points:
+        out.append("  work from each op's Input Dims: GEMM 2*M*N*K FLOPs; elementwise and reductions 1 FLOP an element; "
+                   "bytes: inputs read and output written once (the assumptions: --json's roofline.assumptions)")
+        out.append(f"  {'GPU time':>10} {'share':>6} {'TFLOP/s':>8} {'TB/s':>6} {'FLOP/B':>7}  {'bound':<15} "
+                   "kernel (op, dtype, calls)")
+        for p in r.points[:top]:
+            bound = _BOUND_SHORT.get(p.bound or "", "-")
+            if p.other_bound:
+                bound += f" ({_BOUND_SHORT.get(p.other_bound)} vs TF32)"
+            out.append(f"  {p.time_us:>8.1f}us {p.share:>6.1%} {_num(p.achieved_tflops):>8} {_num(p.achieved_tbs):>6} "
+                       f"{_num(p.intensity):>7}  {bound:<15} {p.label} ({p.op}, {p.dtype}, {p.count})")
+        if len(r.points) > top:
+            out.append(f"  ... {len(r.points) - top} more groups")
+        out.append(f"  sized: {r.sized_share:.1%} of kernel time")
+    if len(r.not_sized) == 1 and r.note and r.not_sized[0].reason in r.note:
+        return out  # the note said why
+    for n in r.not_sized[:3]:
+        out.append(f"  not sized: {n.share:.1%} of kernel time, {n.kernels} kernels: {n.reason}")
+    if len(r.not_sized) > 3:
+        rest = r.not_sized[3:]
+        out.append(f"  not sized: {sum(n.share for n in rest):.1%} more, for {len(rest)} other reasons")
+    return out

@@ -1,0 +1,140 @@
+"""Steps and the trace's time line: the profiler's steps, the main thread, the GPU work and its window, the gaps between labels."""
+
+from __future__ import annotations
+
+import bisect
+import re
+import statistics
+from dataclasses import dataclass
+from ..reader import vector
+from ..reader.trace import ANNOTATION, CPU_GROUPS, CPU_OP, GPU_WORK, Trace
+
+
+_STEP = re.compile(r"^ProfilerStep#(\d+)$")
+
+
+def _median(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else 0.0
+
+
+# --- steps -----------------------------------------------------------------
+
+@dataclass
+class Step:
+    name: str
+    number: int
+    start_us: float
+    dur_us: float
+
+
+def steps(trace: Trace) -> list[Step]:
+    """The profiler's ``ProfilerStep#N`` spans on the CPU, in order."""
+    out = []
+    for i in trace.indices(prefix="ProfilerStep#"):
+        m = _STEP.match(trace.name_of(i))
+        if m and not trace.is_gpu(i):
+            try:
+                number = int(m.group(1))
+            except ValueError:  # more digits than int() takes: not a step the profiler wrote
+                continue
+            out.append(Step(trace.name_of(i), number, trace.ts[i], trace.dur[i]))
+    out.sort(key=lambda s: s.start_us)
+    return out
+
+
+def median_step_us(trace: Trace) -> float:
+    """The median recorded step's duration (0 without steps)."""
+    return _median([s.dur_us for s in steps(trace)])
+
+
+def main_thread(trace: Trace) -> int:
+    """The CPU lane that holds the profiler steps (or the busiest CPU lane); -1 when there is none."""
+    st = [i for i in trace.indices(prefix="ProfilerStep#") if not trace.is_gpu(i)]
+    if st:
+        return trace.lane[st[0]]
+    counts: dict[int, int] = {}
+    for i in range(len(trace)):
+        ln = trace.lanes[trace.lane[i]]
+        if not ln.is_gpu and not ln.is_profiler:
+            counts[ln.index] = counts.get(ln.index, 0) + 1
+    return max(counts, key=counts.get) if counts else -1
+
+
+# --- CPU time against GPU time ------------------------------------------------
+
+def self_cpu_us(trace: Trace) -> float:
+    """Self CPU time summed over ops, annotations and runtime calls.
+
+    Nested events' self times add up to the time their outermost events
+    cover, so this is the covered time on each CPU thread, summed.
+    """
+    return vector.covered_us(trace, trace.on_gpu(CPU_GROUPS, gpu=False))
+
+
+def gpu_work(trace: Trace) -> list[int]:
+    """Indices of kernels, copies and fills, ascending."""
+    return trace.on_gpu(GPU_WORK)
+
+
+def _gpu_busy_spans(trace: Trace) -> list[tuple[float, float]]:
+    """The merged spans in which some kernel, copy or fill ran (asked for by several facts: kept)."""
+    spans = trace.memo.get("gpu busy spans")
+    if spans is None:
+        spans = trace.memo["gpu busy spans"] = vector.spans(trace, gpu_work(trace))
+    return spans
+
+
+def window(trace: Trace) -> tuple[float, float]:
+    """The recorded window: first step (or first event) to the last event's end."""
+    st = steps(trace)
+    lo = st[0].start_us if st else min(trace.ts)
+    return lo, vector.max_end(trace)
+
+
+# --- annotations and steps ------------------------------------------------------
+
+@dataclass
+class Gap:
+    step: str | None
+    annotation: str
+    start_us: float
+    gap_us: float  # from entering the annotation to its first ATen op
+    first_op: str
+
+
+def annotation_gaps(trace: Trace, label: str | None = None) -> list[Gap]:
+    """For each user annotation (``record_function``): the wait before its first op.
+
+    A long gap in the first recorded step is one-time set-up (cuBLAS handle,
+    workspace, lazy module loading) that warm-up removes.
+    """
+    wanted = []
+    for a in trace.on_gpu((ANNOTATION,), gpu=False):
+        name = trace.name_of(a)
+        if not (name.startswith("ProfilerStep#") or (label and name != label)):
+            wanted.append(a)
+    if not wanted:
+        return []
+    st = steps(trace)
+    st_starts = [s.start_us for s in st]
+    ts = trace.ts
+    lanes = {trace.lane[a] for a in wanted}
+    ops_by_lane: dict[int, tuple[list[float], list[int]]] = {}  # lane -> op starts, ascending, and the ops
+    for li, idx in trace.by_lane(trace.indices((CPU_OP,))).items():
+        if li in lanes:
+            idx, starts = vector.by_start(trace, idx)  # among ops that start together, the first in the file
+            ops_by_lane[li] = (starts, idx)
+    out = []
+    for a in wanted:
+        name = trace.name_of(a)
+        start, end = ts[a], ts[a] + trace.dur[a]
+        starts, ops = ops_by_lane.get(trace.lane[a], ([], []))
+        k = bisect.bisect_left(starts, start)
+        if k >= len(ops) or starts[k] > end:
+            continue
+        first = ops[k]
+        s = bisect.bisect_right(st_starts, start) - 1
+        step = st[s].name if s >= 0 and start <= st[s].start_us + st[s].dur_us else None
+        out.append(Gap(step, name, start, trace.ts[first] - start, trace.name_of(first)))
+    out.sort(key=lambda g: g.start_us)
+    return out
