@@ -25,7 +25,7 @@ import pytest
 
 from conftest import ROOT, SMALL, cli
 from helpers.lesson import journal, widgets
-from helpers.classroom import room
+from helpers.classroom import journals, room
 
 NOTEBOOK = next((ROOT / "notebooks").glob("03_*.ipynb"))
 
@@ -342,7 +342,7 @@ def test_an_older_journal_still_loads_and_scores(tmp_path):
     old.write_text(json.dumps({"01.a": {"answer": "x", "hit": True, "when": "2026-01-01T10:00:00"}}))
     journal.record("01.b", 3, False, old, prompt="How many?", unit="kernels", kind="predict")
     assert [(s.hits, s.misses) for s in journal.scores(old)] == [(1, 1)]
-    j = room.read_journal(old)
+    j = journals.read_journal(old)
     assert j.old_entries() == 1 and j.learner == "old"
 
 
@@ -356,7 +356,7 @@ def test_an_export_is_named_and_loads_as_the_journal(tmp_path, monkeypatch):
     assert re.fullmatch(r"Zo-O-Neil-\d{8}-\d{6}(-1)?\.json", a.name)
     assert journal.load(a) == journal.load(src)  # the _journal facts are not a prediction
     assert json.loads(a.read_text())["_journal"]["learner"] == "Zoë O'Neil"
-    assert room.read_journal(a).learner == "Zoë O'Neil"
+    assert journals.read_journal(a).learner == "Zoë O'Neil"
     with pytest.raises(ValueError, match="name"):
         journal.export("   ", where=src)
     with pytest.raises(ValueError, match="nothing to export"):
