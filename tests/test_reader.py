@@ -10,7 +10,7 @@ import pytest
 
 from conftest import raw_events
 from helpers.reader.trace import CPU_OP, DRIVER, KERNEL, RUNTIME, read_trace
-from helpers.reader.json_events import ARG_FIELDS
+from helpers.reader.event_fields import ARG_FIELDS
 
 
 def timed(events):

@@ -23,6 +23,7 @@ import pytest
 from conftest import BIG, H200, ROCM, SMALL, cli, columns, ext, external_files, raw_doc, raw_events, \
     reader_without_msgspec
 from helpers.reader import json_events as trace_json, source as trace_source
+from helpers.reader.event_fields import ARG_FIELDS
 from helpers.__main__ import main
 from helpers.facts import kernels, summarize
 from helpers.reader.trace import KERNEL, MEMCPY, RUNTIME, TraceError, read_trace
@@ -160,7 +161,7 @@ def test_large_trace_counts_match_the_json_module():
     # and of each kernel's args, what the facts read
     first = next(i for i in t.indices((KERNEL,)))
     want = next(e["args"] for e in raw if e["cat"] == "kernel")
-    assert t.args[first] == {k: v for k, v in want.items() if k in trace_json.ARG_FIELDS.values()}
+    assert t.args[first] == {k: v for k, v in want.items() if k in ARG_FIELDS.values()}
     assert {"registers per thread", "grid", "block", "correlation"} <= t.args[first].keys()
 
 

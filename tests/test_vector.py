@@ -102,7 +102,7 @@ def test_spans_that_touch_nest_and_overlap():
     b = ColumnBuilder(Path("hand.json"))
     ev = [  # lane 1: [0, 10) with [2, 3) inside, [10, 12) touching, [20, 25) apart -> 17; lane 2: [5, 8), [6, 9) -> 4
         (1, 0.0, 10.0), (1, 2.0, 1.0), (1, 10.0, 2.0), (1, 20.0, 5.0), (2, 5.0, 3.0), (2, 6.0, 3.0)]
-    from helpers.reader.json_events import PlainEvent
+    from helpers.reader.event_fields import PlainEvent
 
     b.add([PlainEvent({"ph": "X", "name": "op", "cat": "cpu_op", "pid": 1, "tid": tid, "ts": ts, "dur": d, "args": {}})
            for tid, ts, d in ev], False)

@@ -26,8 +26,9 @@ from typing import Any
 
 from . import vector
 from .categories import COUNTER_RANGE, CPU_OP, GPU_GROUPS, OVERHEAD, category_group
-from .json_events import (ARG_CLASSES, ARG_FIELDS, CORR_LIMIT, LIMIT, UNSET, PlainArgs, PlainEvent, RangeArgs,
-                          RawEvent, _a, args_dict)
+from .event_fields import (ARG_CLASSES, ARG_FIELDS, CORR_LIMIT, LIMIT, UNSET, PlainArgs, PlainEvent, RangeArgs,
+                           RawEvent, args_dict)
+from .json_decode import _a
 
 from .source import TraceError
 

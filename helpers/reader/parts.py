@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .columns import ColumnBuilder
-from .json_events import Args, Document, EVENT_CUT, msgspec
+from .event_fields import Args, msgspec
+from .json_events import Document, EVENT_CUT
 
 if msgspec is not None:
     _ENCODE = msgspec.msgpack.Encoder().encode

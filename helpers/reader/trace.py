@@ -30,7 +30,8 @@ from .categories import (ANNOTATION, COUNTER_RANGE, CPU_GROUPS, CPU_OP, DRIVER, 
 from .spans import covered, gc_paused, lane_spans
 from . import bounds as trace_bounds, parts as trace_parts, vector
 from .columns import ColumnBuilder, Columns, MemoryColumns
-from .json_events import PARSER, Document, RangeArgs
+from .event_fields import PARSER, RangeArgs
+from .json_events import Document
 from .source import TraceError, open_text
 
 _gc_paused = gc_paused  # the name facts.py imports
