@@ -122,8 +122,7 @@ def test_no_import_up_a_floor():
 
 
 #: modules not split yet (issue 25): each leaves this list when it is split, and the list only shrinks
-NOT_YET_SPLIT = {"helpers.advice.distributed", "helpers.facts.roofline",
-                 "helpers.lessons.n12_a_training_step"}
+NOT_YET_SPLIT = {"helpers.advice.distributed", "helpers.facts.roofline"}
 
 
 def test_no_module_is_long():
