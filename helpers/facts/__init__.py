@@ -13,7 +13,9 @@ summary, per_call). The other modules of the package are imported by name:
 :mod:`.op_work`: the ops' recorded shapes and their work), :mod:`.kernel_kinds`,
 :mod:`.kernel_names`, :mod:`.hardware` (the GPU table), :mod:`.gemm_table`,
 :mod:`.gpu_calls`, :mod:`.one_trace`, :mod:`.python_lines`,
-:mod:`.profile_table`, :mod:`.measure` (spreads and their grades) and
+:mod:`.profile_table`, :mod:`.measure` (spreads and their grades),
+:mod:`.collectives` (one rank's collectives, matched across ranks: the
+straggler), :mod:`.ranks` (a folder of rank traces read together) and
 :mod:`.text` (facts as readable text).
 """
 
