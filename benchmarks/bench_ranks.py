@@ -7,7 +7,7 @@
 For each folder (one trace per rank), each side runs in a fresh Python
 process, the sides taking turns, and the fastest run of each is kept:
 
-* ours: ``helpers.advice.distributed.read_ranks(folder)``: reads every rank's trace
+* ours: ``helpers.facts.ranks.read_ranks(folder)``: reads every rank's trace
   and computes what ``python -m helpers summarize FOLDER`` prints (rows,
   overlap, matching, straggler);
 * HTA: ``TraceAnalysis(trace_dir=folder)``, then ``get_comm_comp_overlap()``
@@ -52,7 +52,7 @@ _HTA_NOT_COMPUTE = re.compile(r"(^nccl.*Kernel)|(.*(Memcpy)|(Memset))|(.*Sync)")
 
 
 def _ours(folder: str) -> dict:
-    from helpers.advice.distributed import read_ranks
+    from helpers.facts.ranks import read_ranks
 
     r = read_ranks(folder)
     return {"ranks": {x.rank: {"overlap_pct": x.overlap_pct, "idle_pct": x.idle_pct, "window_us": x.window_us,
@@ -64,7 +64,8 @@ def _ours(folder: str) -> dict:
 def _ours_hta_way(folder: str, include_last: bool = False) -> dict:
     """HTA's two analyses computed with our reader: HTA's events, HTA's definitions."""
     from helpers import facts
-    from helpers.advice.distributed import read_ranks, rank_of
+    from helpers.facts.collectives import rank_of
+    from helpers.facts.ranks import read_ranks
     from helpers.reader.spans import intersection_us, lane_spans
     from helpers.reader.trace import read_trace
 
@@ -133,11 +134,11 @@ def _hta(folder: str, include_last: bool) -> dict:
 def _child(side: str, folder: str) -> None:
     sys.path.insert(0, str(ROOT))
     if side == "ours":
-        import helpers.advice.distributed
+        import helpers.facts.ranks
 
         run = lambda: _ours(folder)  # noqa: E731
     elif side == "ours-hta":
-        import helpers.advice.distributed
+        import helpers.facts.ranks
 
         run = lambda: _ours_hta_way(folder)  # noqa: E731
     else:

@@ -1,4 +1,4 @@
-"""Two-GPU recordings for the rank analysis (helpers/advice/distributed.py): what made traces/ranks/h200x2-*.
+"""Two-GPU recordings for the rank analysis (helpers/facts/ranks.py): what made traces/ranks/h200x2-*.
 
 Run on a machine with two GPUs, one process per GPU:
 

@@ -62,7 +62,7 @@ def _print_json(obj: Any) -> None:
 
 def _ranks(folder: str):
     """A folder of rank traces, read; what was skipped said on stderr, a line each."""
-    from .advice.distributed import read_ranks
+    from .facts.ranks import read_ranks
 
     r = read_ranks(folder)
     for name, why in r.skipped:
@@ -85,7 +85,7 @@ def _summarize(a: argparse.Namespace) -> int:
     from .facts.text import summary_text
 
     if os.path.isdir(a.trace):
-        from .advice.distributed import ranks_text
+        from .facts.ranks import ranks_text
 
         r = _ranks(a.trace)
         if a.json:

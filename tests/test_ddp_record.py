@@ -10,7 +10,7 @@ import pytest
 
 from conftest import raw_doc
 from helpers.runs import ddp
-from helpers.advice import distributed
+from helpers.facts import ranks
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +28,7 @@ def test_gloo_straggler_run_is_read_across_ranks(gloo_straggler):
     assert info["straggle_ms"] == float(ddp.CPU_OPTIONS["straggler"][-1])
     raw = [sum(1 for e in raw_doc(folder / f"rank{k}.json")["traceEvents"]
                if e.get("ph") == "X" and str(e.get("name", "")).startswith("gloo:all_reduce")) for k in (0, 1)]
-    r = distributed.read_ranks(folder)
+    r = ranks.read_ranks(folder)
     assert r.clock is not None and r.backend == "gloo" and r.world_size == 2
     assert raw[0] == raw[1] == len(r.matched) > 0 and r.unmatched == {0: 0, 1: 0}
     assert {m.op for m in r.matched} == {"allreduce"}
@@ -68,5 +68,5 @@ def test_balance(tmp_path):
     assert not ddp.balance(jitter, margin_us=20)[0]  # the same pair, a tighter margin
     late = _pair(tmp_path / "late", [500] * 6)  # rank 1 last every time
     ok, how = ddp.balance(late)
-    assert not ok and how.endswith("straggler: 1") and distributed.read_ranks(late).straggler.rank == 1
+    assert not ok and how.endswith("straggler: 1") and ranks.read_ranks(late).straggler.rank == 1
     assert not ddp.balance(late, margin_us=1e6)[0]  # a named straggler is unbalanced whatever the margin

@@ -16,7 +16,8 @@ from conftest import EXTERNAL, H200, ROOT
 from helpers import facts
 from helpers.advice.diagnose import diagnose, first_line, text
 from helpers.advice.findings import CAUSES_OF_IDLE, GPU_SIDE, ISSUE, NOTE, NOTE_BELOW
-from helpers.advice.distributed import diagnose_ranks, read_ranks
+from helpers.advice.distributed import diagnose_ranks
+from helpers.facts.ranks import read_ranks
 from helpers.runs.slow_loop import FIXES, slow_loop
 from helpers.reader.trace import read_trace
 

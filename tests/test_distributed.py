@@ -1,4 +1,5 @@
-"""Several ranks' traces read together (helpers/advice/distributed.py), checked against the raw JSON of real traces.
+"""Several ranks' traces read together (helpers/facts/ranks.py, helpers/facts/collectives.py; the rules in
+helpers/advice/distributed.py), checked against the raw JSON of real traces.
 
 HTA's two-rank training pair (external) and the project's own two-H200 recordings (traces/ranks/) are read
 by the json module here, and the figures the module gives are computed again another way: interval sums
@@ -20,6 +21,7 @@ import pytest
 
 from conftest import ROOT, cli, raw_doc
 from helpers.advice import distributed as D
+from helpers.facts import collectives as C, ranks as R
 from helpers.reader import source as trace_source
 from helpers import facts
 from helpers.advice.diagnose import diagnose
@@ -35,8 +37,8 @@ def pair(external) -> Path:
 
 
 @pytest.fixture(scope="module")
-def pair_ranks(pair) -> D.Ranks:
-    return D.read_ranks(pair)
+def pair_ranks(pair) -> R.Ranks:
+    return R.read_ranks(pair)
 
 
 def gpu_events(path: Path) -> list[dict]:
@@ -98,7 +100,7 @@ def test_pair_rows_against_the_raw_json(pair, pair_ranks, rank):
     assert row.exposed_us == pytest.approx(t_coll - t_both)
     # exposed collective time is more than half of the busy time on both ranks: waiting on communication
     assert row.exposed_us >= 0.5 * row.gpu_busy_us
-    assert row.verdict == D.COMMUNICATION_BOUND and row.compute_verdict == facts.IN_COLLECTIVES
+    assert row.verdict == C.COMMUNICATION_BOUND and row.compute_verdict == facts.IN_COLLECTIVES
 
 
 def test_issue_13_rank_is_no_longer_compute_bound(pair):
@@ -168,7 +170,7 @@ def test_pair_on_the_command_line(pair):
     assert p.returncode == 0 and p.stderr == ""
     lines = p.stdout.splitlines()
     rows = [ln.split() for ln in lines if ln.strip().startswith(("0 ", "1 "))]
-    assert [x[0] for x in rows] == ["0", "1"] and all(x[-1] == D.COMMUNICATION_BOUND for x in rows)
+    assert [x[0] for x in rows] == ["0", "1"] and all(x[-1] == C.COMMUNICATION_BOUND for x in rows)
     assert "straggler: rank 1 (" in p.stdout
     out = json.loads(cli("summarize", pair, "--json").stdout)
     assert out["straggler"] == 1 and out["world_size"] == 128 and out["matched_collectives"] == 5
@@ -217,7 +219,7 @@ def aligned(c0: list, c1: list) -> tuple[int, int]:
 
 def test_straggler_recording_names_rank_1():
     """Rank 1 ran 20 extra matrix products each step (benchmarks/record_ranks.py): the others wait for it."""
-    r = D.read_ranks(RANKS / "h200x2-straggler")
+    r = R.read_ranks(RANKS / "h200x2-straggler")
     assert r.clock == "baseTimeNanoseconds" and r.world_size == 2
     assert r.straggler.rank == 1
     assert r.ranks[0].wait_us > 10 * r.ranks[1].wait_us
@@ -235,9 +237,9 @@ def test_ddp_recording_overlaps_and_names_the_rank_that_enters_late():
     """The same work on both ranks, recorded past DDP's first ten iterations: DDP all-reduces its buckets during
     the backward pass; one rank enters most all-reduces a little late, and the reader names it, from the raw
     times too."""
-    r = D.read_ranks(RANKS / "h200x2-ddp")
+    r = R.read_ranks(RANKS / "h200x2-ddp")
     assert all(x.overlap_pct > 50 for x in r.ranks)  # DDP all-reduces buckets during the backward pass
-    assert all(x.verdict != D.COMMUNICATION_BOUND for x in r.ranks)
+    assert all(x.verdict != C.COMMUNICATION_BOUND for x in r.ranks)
     c0, c1 = (raw_collective_starts(p) for p in rank_paths("h200x2-ddp"))
     k0, k1 = aligned(c0, c1)
     pairs = list(zip(c0[k0:], c1[k1:]))
@@ -251,7 +253,7 @@ def test_ddp_recording_overlaps_and_names_the_rank_that_enters_late():
 
 def test_manual_all_reduce_recording_has_no_overlap_and_no_straggler():
     """One all-reduce per parameter after the whole backward pass: nothing runs beside them."""
-    r = D.read_ranks(RANKS / "h200x2-manual")
+    r = R.read_ranks(RANKS / "h200x2-manual")
     for x, path in zip(r.ranks, rank_paths("h200x2-manual")):
         ev = gpu_events(path)
         lo, hi = window(path)
@@ -269,7 +271,7 @@ def test_without_a_shared_clock_ranks_are_compared_row_by_row(tmp_path):
         doc = raw_doc(p)
         del doc["baseTimeNanoseconds"]
         (tmp_path / p.name.replace(".gz", "")).write_text(json.dumps(doc))
-    r = D.read_ranks(tmp_path)
+    r = R.read_ranks(tmp_path)
     assert r.clock is None and r.matched == [] and r.straggler.rank is None
     assert "share no clock" in r.straggler.reason
     assert [x.collectives for x in r.ranks] == [len(raw_collective_starts(p)) for p in rank_paths("h200x2-straggler")]
@@ -370,7 +372,7 @@ def test_rank_from_the_file_name(tmp_path, pair):
     doc = raw_doc(pair / "sampled_rank-1.json.gz")
     del doc["distributedInfo"]
     (tmp_path / "trace_rank7.json").write_text(json.dumps(doc))
-    r = D.read_ranks(tmp_path)
+    r = R.read_ranks(tmp_path)
     assert [x.rank for x in r.ranks] == [7] and r.world_size is None
 
 
@@ -401,14 +403,14 @@ def test_rank_beyond_the_world_size(tmp_path):
     doc["distributedInfo"]["rank"] = 5
     (tmp_path / "rank5.json").write_text(json.dumps(doc))
     with pytest.raises(TraceError, match="rank5.json is rank 5, beyond its world size of 2"):
-        D.read_ranks(tmp_path)
+        R.read_ranks(tmp_path)
 
 
 def test_gzip_and_plain_read_alike(tmp_path):
     """A rank folder as the lead's recording will come: plain rank0.json, rank1.json."""
     for k in (0, 1):
         (tmp_path / f"rank{k}.json").write_bytes(gzip.open(RANKS / "h200x2-straggler" / f"rank{k}.json.gz").read())
-    a, b = D.read_ranks(tmp_path), D.read_ranks(RANKS / "h200x2-straggler")
+    a, b = R.read_ranks(tmp_path), R.read_ranks(RANKS / "h200x2-straggler")
     assert a.to_json()["ranks"][0]["exposed_us"] == b.to_json()["ranks"][0]["exposed_us"]
     assert a.straggler.rank == b.straggler.rank == 1
 
@@ -449,7 +451,7 @@ def _nccl_starts_us(path):
 def test_the_recorded_straggler_is_rank_1_as_planted(h200):
     """rank 1 sleeps before every step (helpers/runs/ddp_train.py --straggle-ms): it enters every all-reduce last."""
     folder = h200 / "ddp" / "straggler"
-    r = D.read_ranks(folder)
+    r = R.read_ranks(folder)
     assert r.straggler.rank == 1 and r.backend == "nccl" and r.world_size == 2
     s0, s1 = (_nccl_starts_us(folder / f"rank{k}.json") for k in (0, 1))
     n = min(len(s0), len(s1))
@@ -474,8 +476,8 @@ def test_clock_shifts_put_the_ranks_on_one_clock(h200):
     """Shifted by clock_shifts_us, each rank's first NCCL kernel lands where the raw base times put it."""
     folder = h200 / "ddp" / "base"
     traces = [read_trace(folder / f"rank{k}.json") for k in (0, 1)]
-    shifts = D.clock_shifts_us(traces)
+    shifts = C.clock_shifts_us(traces)
     raw = [_nccl_starts_us(folder / f"rank{k}.json")[0] for k in (0, 1)]
-    first = [min(t.ts[j] for j in D.facts.collective_work(t)) + s for t, s in zip(traces, shifts)]
+    first = [min(t.ts[j] for j in facts.collective_work(t)) + s for t, s in zip(traces, shifts)]
     assert min(shifts) == 0.0
     assert first[1] - first[0] == pytest.approx(raw[1] - raw[0], abs=1.0)

@@ -1,4 +1,5 @@
-"""The roofline: real traces in, work, achieved rates and bounds out (helpers/facts/roofline.py)."""
+"""The roofline: real traces in, work, achieved rates and bounds out (helpers/facts/roofline.py, with the ops'
+shapes read by helpers/facts/op_shapes.py and their work by helpers/facts/op_work.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import BIG, H200, ROOT, cli, ext, raw_events
-from helpers.facts import hardware, roofline as rl
+from helpers.facts import hardware, op_shapes, op_work, roofline as rl
 from helpers.reader.trace import read_trace
 
 
@@ -87,7 +88,7 @@ def test_fp32_training_gemms_are_judged_on_the_fp32_or_tf32_roof():
 
 def test_a_trace_without_input_dims_says_so():
     r = _r(ROOT / "traces" / "ranks" / "h200x2-ddp" / "rank0.json.gz")
-    assert r.points == [] and r.note == rl.NO_SHAPES
+    assert r.points == [] and r.note == op_shapes.NO_SHAPES
     assert r.not_sized and r.not_sized[0].share == 1.0
 
 
@@ -105,20 +106,20 @@ def test_an_unknown_gpu_gets_no_roofs(tmp_path):
 
 def test_fp32_gemm_with_an_unnamed_kernel_shows_both_roofs():
     pk = rl.peaks("NVIDIA H200")
-    w = rl.Work("gemm", 2 * 1024 ** 3, 3 * 1024 * 1024 * 4, "fp32", "[[1024,1024],[1024,1024]]")
+    w = op_work.Work("gemm", 2 * 1024 ** 3, 3 * 1024 * 1024 * 4, "fp32", "[[1024,1024],[1024,1024]]")
     p = rl._point(pk, "some_gemm_kernel", "aten::mm", w, 1, 1000.0, 1000.0)  # 2.1 TFLOP/s: no tag, no hint
     assert p.roof == rl.ROOF_FP32 and p.other_roof == rl.ROOF_TF32 and "TF32" in p.note
 
 
 def test_conv_and_reduction_sizing_from_shapes():
-    conv = rl.size_op("aten::cudnn_convolution", rl.Shapes(
+    conv = op_work.size_op("aten::cudnn_convolution", op_shapes.Shapes(
         [[8, 64, 56, 56], [128, 64, 3, 3], [], [], [], [], [], [], []],
         ["c10::BFloat16", "c10::BFloat16", "ScalarList", "ScalarList", "ScalarList", "Int", "Scalar", "Scalar",
          "Scalar"],
         ["", "", "[1, 1]", "[2, 2]", "[1, 1]", "1", "False", "False", "True"]), "gemm")
     assert conv.flops == 2 * (8 * 128 * 28 * 28) * 64 * 9  # stride 2, padding 1: 56 -> 28
-    s = rl.size_op("aten::sum", rl.Shapes([[512, 1024], [], [], []], ["float", "ScalarList", "Scalar", ""],
-                                          ["", "[0]", "False", ""]), "reduction")
+    s = op_work.size_op("aten::sum", op_shapes.Shapes([[512, 1024], [], [], []], ["float", "ScalarList", "Scalar", ""],
+                                                      ["", "[0]", "False", ""]), "reduction")
     assert s.flops == 512 * 1024 and s.bytes == (512 * 1024 + 1024) * 4
 
 
@@ -149,9 +150,9 @@ def test_the_external_training_trace_is_sized_in_part_and_says_why_not_the_rest(
 def test_the_json_module_finds_the_same_shapes_as_msgspec(monkeypatch):
     text = (H200 / "mlp64x128x768x3072_bf16_warm_eager.json").read_bytes()
     every = (lambda name, ts: True)
-    seen, found = rl._scan(text, every)
+    seen, found = op_shapes._scan(text, every)
     fast = [(n, tid, ts, r.shapes()) for n, tid, ts, r in found]
-    monkeypatch.setattr(rl, "msgspec", None)
-    seen_plain, found_plain = rl._scan(text, every)
+    monkeypatch.setattr(op_shapes, "msgspec", None)
+    seen_plain, found_plain = op_shapes._scan(text, every)
     assert fast and len(fast) == seen == seen_plain
     assert fast == [(n, tid, ts, r.shapes()) for n, tid, ts, r in found_plain]

@@ -219,7 +219,7 @@ def _variance(c: Context) -> Finding | None:
     if not candidates:
         return None
     ops = {j: _op_of(t, j) for _, js in candidates for j in js}
-    from ..facts.roofline import op_shapes
+    from ..facts.op_shapes import op_shapes
 
     shapes = op_shapes(t, sorted({o for o in ops.values() if o >= 0}))
     no_shapes = shapes if isinstance(shapes, str) else None

@@ -26,6 +26,7 @@ from pathlib import Path
 from .. import ROOT, facts
 from . import diagnose, distributed, rulebook
 from ..facts import roofline
+from ..facts.ranks import Ranks, read_ranks
 from .findings import CAUSES_OF_IDLE, GPU_SIDE, ISSUE, Finding
 from ..reader.trace import Trace, read_trace
 
@@ -144,14 +145,14 @@ class Loaded:
 
     item: Item
     trace: Trace | None = None
-    ranks: distributed.Ranks | None = None
+    ranks: Ranks | None = None
     rank_traces: list[Trace] | None = None
 
 
 def load(it: Item) -> Loaded:
     if it.ranks:
         files = sorted(it.path.glob("rank*.json"))
-        return Loaded(it, ranks=distributed.read_ranks(it.path), rank_traces=[read_trace(p) for p in files])
+        return Loaded(it, ranks=read_ranks(it.path), rank_traces=[read_trace(p) for p in files])
     return Loaded(it, trace=read_trace(it.path))
 
 

@@ -9,10 +9,13 @@ about screens. May import :mod:`helpers.reader` only.
 ``facts.balance``, ``facts.kernels``, ``facts.summarize``... come from the
 topic modules below (steps, balance, kernels, launches, compiled, occupancy,
 summary, per_call). The other modules of the package are imported by name:
-:mod:`.step_facts`, :mod:`.memory`, :mod:`.roofline`, :mod:`.kernel_kinds`,
+:mod:`.step_facts`, :mod:`.memory`, :mod:`.roofline` (with :mod:`.op_shapes` and
+:mod:`.op_work`: the ops' recorded shapes and their work), :mod:`.kernel_kinds`,
 :mod:`.kernel_names`, :mod:`.hardware` (the GPU table), :mod:`.gemm_table`,
 :mod:`.gpu_calls`, :mod:`.one_trace`, :mod:`.python_lines`,
-:mod:`.profile_table`, :mod:`.measure` (spreads and their grades) and
+:mod:`.profile_table`, :mod:`.measure` (spreads and their grades),
+:mod:`.collectives` (one rank's collectives, matched across ranks: the
+straggler), :mod:`.ranks` (a folder of rank traces read together) and
 :mod:`.text` (facts as readable text).
 """
 

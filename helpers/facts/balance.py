@@ -65,7 +65,7 @@ def balance(trace: Trace) -> Balance:
     """Self CPU against device time, and the verdict with its numbers.
 
     Time in collectives is not counted as device time: a rank that waits in
-    NCCL for the others is not GPU-bound (see :mod:`helpers.advice.distributed`).
+    NCCL for the others is not GPU-bound (see :mod:`helpers.facts.collectives`).
     """
     cpu = self_cpu_us(trace)
     work = gpu_work(trace)

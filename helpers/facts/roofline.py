@@ -1,12 +1,12 @@
 """A roofline for every kernel the trace can size: achieved FLOP/s and bytes/s against the GPU's peaks.
 
 A kernel's work is not in the trace; its op's is. With ``record_shapes=True``
-each CPU op carries ``Input Dims`` and ``Input type``, and from them a
-matrix multiply's FLOPs (2*M*N*K) and an elementwise op's or a reduction's
-bytes follow. So each kernel is linked to its op the way the facts link
-them (:func:`helpers.facts.launching_op`): the kernel's correlation id gives
-its runtime launch, and the innermost ATen op around that launch is the op
-whose work it does.
+each CPU op carries its shapes (:mod:`helpers.facts.op_shapes` reads them), and
+from them the op call's FLOPs and bytes follow (:mod:`helpers.facts.op_work`,
+the work model per op kind, with what it assumes). So each kernel is linked to
+its op the way the facts link them (:func:`helpers.facts.launching_op`): the
+kernel's correlation id gives its runtime launch, and the innermost ATen op
+around that launch is the op whose work it does.
 
 How work is attributed: every kernel that one op call launched shares that
 call's work. The call's FLOPs and bytes count once; its time is the sum of its
@@ -15,25 +15,8 @@ bias kernel run after it, are one matrix multiply); the point is named after
 the kernel that took the longest (for a GEMM or a convolution, the longest
 kernel whose name says its arithmetic, :func:`helpers.facts.kernel_kinds.gemm_math`:
 not a layout transform run beside it). Calls with the same kernel name, op,
-shapes and dtype make one point.
-
-What is counted, and assumed (each :class:`Roofline` lists these in ``assumptions``):
-
-* GEMMs (``aten::mm``, ``addmm``, ``bmm``, ``baddbmm``, ``matmul``, ``linear``,
-  ``_scaled_mm``): 2*M*N*K FLOPs per matrix (a multiply and an add), the bias
-  add left out; bytes: each input read once and the output written once (the
-  least a kernel can move);
-* convolutions: 2 * output elements * (input channels / groups) * kernel
-  size FLOPs, the output's size from stride, padding and dilation (the op's
-  ``Concrete Inputs``);
-* elementwise ops: the output's shape is the inputs' shapes broadcast (the
-  first tensor's dtype), one FLOP per output element (a lower bound: a GELU
-  does more); an in-place op (``add_``) writes its first input; copies and
-  fills do no arithmetic (0 FLOPs);
-* reductions: one FLOP per element of the largest input; the output's shape from the
-  reduced dims when ``Concrete Inputs`` give them, the input's shape for
-  softmax and norms (one output per input), otherwise the output's bytes are
-  left out (a lower bound).
+shapes and dtype make one point. Each :class:`Roofline` lists what is assumed
+in ``assumptions``.
 
 The roofs come from :mod:`helpers.facts.hardware` (datasheet figures, never
 measured): the memory bandwidth, and the compute peak that fits the op's
@@ -51,15 +34,14 @@ No torch, no matplotlib: the plot is :func:`helpers.lesson.plots.roofline`.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
 
 from . import hardware, kernel_kinds as kk
-from ..reader.trace import CPU_OP, KERNEL, Trace, TraceError
-from ..reader.source import open_text
+from .op_shapes import _op_shapes
+from .op_work import CONV_OPS, GEMM_OPS, Work, size_op
+from ..reader.trace import CPU_OP, KERNEL, Trace
 
 #: A kernel is *near* a roof when it reaches at least this fraction of the roof at its own
 #: arithmetic intensity (the lower of compute peak and intensity * bandwidth). Below it on
@@ -69,8 +51,6 @@ NEAR = 0.5
 COMPUTE_BOUND = "compute-bound"
 MEMORY_BOUND = "memory-bound"
 FAR_BELOW = "far below both roofs (latency- or launch-bound)"
-
-NO_SHAPES = "not sized: the trace has no Input Dims (record with record_shapes=True)"
 
 ROOF_16 = "16-bit tensor cores"
 ROOF_TF32 = "TF32 tensor cores"
@@ -85,40 +65,6 @@ ASSUMPTIONS = (
     "else left out of the bytes (a lower bound)",
     f"near a roof: at least {NEAR:.0%} of the roof at the kernel's intensity",
 )
-
-#: Input type -> (short dtype, bytes per element). What Kineto writes is the C++ scalar type's name.
-DTYPES: dict[str, tuple[str, int]] = {
-    "float": ("fp32", 4), "c10::BFloat16": ("bf16", 2), "c10::Half": ("fp16", 2), "double": ("fp64", 8),
-    "c10::Float8_e4m3fn": ("fp8", 1), "c10::Float8_e5m2": ("fp8", 1), "c10::Float8_e4m3fnuz": ("fp8", 1),
-    "c10::Float8_e5m2fnuz": ("fp8", 1), "long": ("int64", 8), "int": ("int32", 4), "short": ("int16", 2),
-    "signed char": ("int8", 1), "unsigned char": ("uint8", 1), "bool": ("bool", 1),
-    "c10::complex<float>": ("complex64", 8), "c10::complex<double>": ("complex128", 16),
-}
-
-GEMM_OPS = frozenset({"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear",
-                      "aten::_scaled_mm", "aten::addbmm"})
-CONV_OPS = frozenset({"aten::convolution", "aten::_convolution", "aten::cudnn_convolution", "aten::conv1d",
-                      "aten::conv2d", "aten::conv3d"})
-# ops whose output has the input's shape (normalisations): sized as reductions that write as much as they read
-_SAME_SHAPE_REDUCTIONS = re.compile(r"softmax|layer_norm|batch_norm|group_norm|rms_norm|_norm_backward")
-_REDUCTIONS = re.compile(r"aten::(sum|mean|amax|amin|max|min|norm|linalg_vector_norm|var|std|argmax|argmin|prod|"
-                         r"any|all|logsumexp|_softmax|softmax|log_softmax|_log_softmax|_safe_softmax|"
-                         r"native_layer_norm|layer_norm|native_batch_norm|_batch_norm|native_group_norm|"
-                         r"_fused_rms_norm|rms_norm)\b")
-_COPIES = frozenset({"aten::copy_", "aten::_to_copy", "aten::clone", "aten::contiguous", "aten::to"})
-_FILLS = frozenset({"aten::fill_", "aten::zero_", "aten::zeros", "aten::ones", "aten::full", "aten::zeros_like",
-                    "aten::ones_like", "aten::full_like"})
-
-
-@dataclass(frozen=True)
-class Work:
-    """What one op call must do at least: FLOPs and bytes moved to and from GPU memory."""
-
-    kind: str  # "gemm", "conv", "elementwise", "reduction", "copy", "fill"
-    flops: float
-    bytes: float
-    dtype: str
-    shape: str  # the op's input dims, as the trace gives them
 
 
 @dataclass
@@ -239,401 +185,6 @@ def short_name(kernel: str, width: int = 40) -> str:
         base = inner.rsplit("::", 1)[-1] or base
     s = base
     return s if len(s) <= width else s[:width - 1] + "…"
-
-
-# --- the op's shapes, read beside the trace ----------------------------------------------
-
-
-@dataclass(frozen=True)
-class Shapes:
-    """One op call's Input Dims, Input type and Concrete Inputs, as the trace holds them."""
-
-    dims: Any
-    types: Any
-    concrete: Any
-
-
-class _Recorded:
-    """An op's three args as found in the file: undecoded JSON text (msgspec) or values (json module).
-
-    Most ops never launch a kernel: their shapes are decoded only when asked for.
-    """
-
-    __slots__ = ("parts", "raw")
-
-    def __init__(self, parts: tuple, raw: bool) -> None:
-        self.parts, self.raw = parts, raw
-
-    @property
-    def key(self) -> Any:
-        """Equal for equal shapes (the JSON text itself, or its values re-encoded)."""
-        if self.raw:
-            return b"\x00".join(map(bytes, self.parts))
-        return json.dumps(self.parts, separators=(",", ":"))
-
-    def shapes(self) -> Shapes:
-        if self.raw:
-            return Shapes(*(msgspec.json.decode(p) if len(p) else None for p in self.parts))
-        return Shapes(*self.parts)
-
-
-try:
-    import msgspec
-
-    class _OpArgs(msgspec.Struct, gc=False):
-        dims: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Input Dims")
-        types: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Input type")
-        concrete: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Concrete Inputs")
-
-    class _OpEvent(msgspec.Struct, gc=False):
-        cat: Any = None
-        name: Any = None
-        tid: Any = None
-        ts: Any = None
-        args: _OpArgs = msgspec.field(default_factory=_OpArgs)  # of the other keys, nothing is kept
-
-    class _DocEvents(msgspec.Struct, gc=False):
-        traceEvents: list[msgspec.Raw] = []  # each event's text, unparsed: most have no shapes
-
-    _decode_doc = msgspec.json.Decoder(_DocEvents).decode
-    _decode_list = msgspec.json.Decoder(list[msgspec.Raw]).decode
-    _decode_op = msgspec.json.Decoder(_OpEvent).decode
-
-except ImportError:  # pragma: no cover - the json module's path below does the same
-    msgspec = None  # type: ignore[assignment]
-
-
-_OP_CATS = ("cpu_op", "operator")  # Kineto's spellings of an ATen op's category
-_NOT_WS = re.compile(rb"[^ \t\r\n]")
-
-
-_Found = list[tuple[Any, Any, Any, "_Recorded"]]  # (name, tid, ts, shapes) of CPU ops
-
-
-def _scan(text: bytes | bytearray, keep: Callable[[Any, Any], bool]) -> tuple[int, _Found]:
-    """How many CPU ops have Input Dims in the trace's text, and (name, tid, ts, shapes) of those
-    ``keep(name, ts)`` wants."""
-    out = []
-    seen = 0
-    if msgspec is not None:
-        try:
-            # Each event as unparsed text first (a view of ``text``), then only those that hold shapes decoded,
-            # and of those only the ops that launched kernels kept (copied out, so the text can go).
-            first = _NOT_WS.search(text)  # not text.lstrip(): that would copy the whole text
-            events = _decode_list(text) if first and first.group() == b"[" else _decode_doc(text).traceEvents
-            for raw in events:
-                if b'"Input Dims"' in bytes(raw):
-                    e = _decode_op(raw)
-                    if len(e.args.dims) and isinstance(e.cat, str) and e.cat.lower() in _OP_CATS:
-                        seen += 1
-                        if keep(e.name, e.ts):
-                            a = e.args
-                            out.append((e.name, e.tid, e.ts, _Recorded((bytes(a.dims), bytes(a.types),
-                                                                        bytes(a.concrete)), True)))
-            return seen, out
-        except (msgspec.DecodeError, ValueError, RecursionError):
-            out, seen = [], 0  # what msgspec refuses (args that are not an object...), the json module decides
-    doc = json.loads(text)
-    events = doc.get("traceEvents", []) if isinstance(doc, dict) else doc if isinstance(doc, list) else []
-    for e in events:
-        if not isinstance(e, dict) or not isinstance(e.get("cat"), str):
-            continue
-        a = e.get("args")
-        if e["cat"].lower() in _OP_CATS and isinstance(a, dict) and "Input Dims" in a:
-            seen += 1
-            if keep(e.get("name"), e.get("ts")):
-                out.append((e.get("name"), e.get("tid"), e.get("ts"),
-                            _Recorded((a["Input Dims"], a.get("Input type"), a.get("Concrete Inputs")), False)))
-    return seen, out
-
-
-def _float(v: Any) -> float | None:
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, (int, float)):
-        return float(v)
-    if isinstance(v, str):
-        try:
-            return float(v)
-        except ValueError:
-            return None
-    return None
-
-
-_Shapes = dict[tuple[str, float], list[tuple[Any, "_Recorded"]]]  # (op name, start) -> [(thread id, shapes)]
-
-
-def _op_shapes(trace: Trace, wanted: set[tuple[str, float]]) -> _Shapes | str:
-    """(op name, start in the trace's clock) -> [(thread id, its shapes)] for the ``wanted`` ops, or a sentence
-    saying why there are none.
-
-    The reader keeps no op's input shapes (they would cost every reading of
-    every trace); this reads the trace's file again for them.
-    """
-    t0 = trace.t0
-
-    names = {name for name, _ in wanted}
-
-    def keep(name: Any, ts: Any) -> bool:
-        if name not in names:  # most ops launch nothing: no number to convert for them
-            return False
-        t = _float(ts)
-        return t is not None and (name, t - t0) in wanted
-
-    try:
-        blocks, close, _ = open_text(trace.path)
-        text = bytearray()  # grown in place: joining a list of blocks would hold the text twice at its peak
-        try:
-            for block in blocks:
-                text += block
-        finally:
-            close()
-        if not _NOT_WS.search(text):  # a pipe (`summarize <(zcat ...)`) is empty the second time
-            return ("not sized: the trace came through a pipe, which cannot be read a second time for the ops' "
-                    "shapes: give the file itself")
-        seen, found = _scan(text, keep)
-    except (OSError, TraceError, ValueError, RecursionError) as e:
-        return f"not sized: the trace's file could not be read again for its op shapes ({e})"
-    if not seen:
-        return NO_SHAPES
-    result: _Shapes = {}
-    for name, tid, ts, rec in found:
-        result.setdefault((name, _float(ts) - t0), []).append((tid, rec))
-    return result
-
-
-def op_shapes(trace: Trace, ops: list[int]) -> dict[int, Shapes] | str:
-    """Each of these op events' recorded shapes (Input Dims, Input type, Concrete Inputs), read again from the
-    trace's file; or a sentence saying why there are none (no shapes recorded, a pipe, an unreadable file)."""
-    found = _op_shapes(trace, {(trace.name_of(op), trace.ts[op]) for op in ops})
-    if isinstance(found, str):
-        return found
-    out: dict[int, Shapes] = {}
-    for op in ops:
-        recs = found.get((trace.name_of(op), trace.ts[op]))
-        if not recs:
-            continue
-        if len(recs) > 1:
-            tid = trace.lanes[trace.lane[op]].tid
-            recs = [f for f in recs if f[0] == tid] or recs
-        out[op] = recs[0][1].shapes()
-    return out
-
-
-# --- sizing one op call --------------------------------------------------------------------------
-
-
-def _numel(shape: list) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
-
-
-def _is_shape(v: Any) -> bool:
-    return isinstance(v, list) and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in v)
-
-
-def _tensors(s: Shapes) -> list[tuple[list, str, int]] | str:
-    """The op's tensor inputs: (shape, dtype, bytes per element), or why they cannot be known."""
-    dims, types = s.dims, s.types
-    if not isinstance(dims, list) or not isinstance(types, list) or len(dims) != len(types):
-        return "its Input Dims and Input type do not pair up"
-    out = []
-    for d, t in zip(dims, types):
-        if t == "TensorList" or t == "TensorList?":
-            return "a TensorList input's element type is not recorded"
-        known = DTYPES.get(t) if isinstance(t, str) else None
-        if known is None:
-            continue  # a scalar, a list of ints, an optional left out: no tensor
-        if not _is_shape(d):
-            return f"an input's dims {d!r} are not a shape"
-        out.append((d, known[0], known[1]))
-    return out
-
-
-def _broadcast(shapes: list[list]) -> list | None:
-    n = max(map(len, shapes), default=0)
-    out = []
-    for k in range(n):
-        sizes = {s[len(s) - n + k] for s in shapes if len(s) - n + k >= 0} - {1}
-        if len(sizes) > 1:
-            return None
-        out.append(sizes.pop() if sizes else 1)
-    return out
-
-
-def _concrete(s: Shapes, k: int) -> Any:
-    """The k-th Concrete Input, parsed from its text ('[0]', 'True', '2'), or None."""
-    c = s.concrete
-    if not isinstance(c, list) or k >= len(c) or not isinstance(c[k], str) or not c[k]:
-        return None
-    text = c[k].strip()
-    if text in ("True", "False"):
-        return text == "True"
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
-
-
-def _gemm(op: str, s: Shapes) -> Work | str:
-    ts = _tensors(s)
-    if isinstance(ts, str):
-        return ts
-    shapes = [t[0] for t in ts]
-    if len(ts) < 2:
-        return "its two matrices' shapes are not both recorded"
-    dtype, es = ts[0][1], ts[0][2]
-    try:
-        if op in ("aten::mm", "aten::_scaled_mm"):
-            (m, k), (k2, n) = shapes[0], shapes[1]
-            a, b, batch, extra = shapes[0], shapes[1], 1, []
-        elif op == "aten::addmm":
-            (m, k), (k2, n) = shapes[1], shapes[2]
-            a, b, batch, extra = shapes[1], shapes[2], 1, [shapes[0]]
-            dtype, es = ts[1][1], ts[1][2]
-        elif op == "aten::bmm":
-            (batch, m, k), (_, k2, n) = shapes[0], shapes[1]
-            a, b, extra = shapes[0], shapes[1], []
-        elif op in ("aten::baddbmm", "aten::addbmm"):
-            (batch, m, k), (_, k2, n) = shapes[1], shapes[2]
-            a, b, extra = shapes[1], shapes[2], [shapes[0]]
-            dtype, es = ts[1][1], ts[1][2]
-        elif op == "aten::linear":
-            x, w = shapes[0], shapes[1]
-            (n, k2), k = w, x[-1]
-            m, batch, a, b, extra = _numel(x[:-1]), 1, x, w, shapes[2:3]
-        else:  # aten::matmul: the batch dims of the first input, a 1-d or 2-d second
-            x, w = shapes[0], shapes[1]
-            if len(w) == 1:
-                w = w + [1]
-            if len(x) == 1:
-                x = [1] + x
-            k, k2, n = x[-1], w[-2], w[-1]
-            m, batch, a, b, extra = x[-2], max(_numel(x[:-2]), _numel(w[:-2])), x, w, []
-    except (ValueError, IndexError, TypeError):
-        return f"its inputs {s.dims!r} are not the shapes {op} takes"
-    if k != k2:
-        return f"its inputs {s.dims!r} do not multiply (inner dims {k} and {k2})"
-    out_elems = batch * m * n
-    moved = (_numel(a) + _numel(b) + sum(map(_numel, extra)) + out_elems) * es
-    if op == "aten::_scaled_mm":
-        moved = (_numel(a) + _numel(b)) * es + out_elems * 2  # fp8 inputs; the output is at least 16-bit
-    return Work("gemm", hardware.gemm_flops(m, n, k, batch), moved, dtype, _dims_text(s.dims))
-
-
-_CONV_ARGS = {  # op -> positions of (stride, padding, dilation, transposed, groups); None: not an argument
-    "aten::convolution": (3, 4, 5, 6, 8),
-    "aten::_convolution": (3, 4, 5, 6, 8),
-    "aten::cudnn_convolution": (3, 2, 4, None, 5),
-    "aten::conv1d": (3, 4, 5, None, 6),
-    "aten::conv2d": (3, 4, 5, None, 6),
-    "aten::conv3d": (3, 4, 5, None, 6),
-}
-
-
-def _conv(op: str, s: Shapes) -> Work | str:
-    ts = _tensors(s)
-    if isinstance(ts, str):
-        return ts
-    if len(ts) < 2:
-        return "its input and weight shapes are not both recorded"
-    (x, dtype, es), (w, _, _) = ts[0], ts[1]
-    where = _CONV_ARGS[op]
-    stride, padding, dilation = (_concrete(s, k) for k in where[:3])
-    transposed = _concrete(s, where[3]) if where[3] is not None else False
-    groups = _concrete(s, where[4])
-    spatial = len(x) - 2
-    if transposed:
-        return "a transposed convolution (no rule here)"
-    if not (isinstance(groups, int) and groups > 0 and all(isinstance(v, list) for v in (stride, padding, dilation))):
-        return "its stride, padding, dilation or groups are not in the trace's Concrete Inputs"
-    expand = (lambda v: v * spatial if len(v) == 1 else v)
-    stride, padding, dilation = expand(stride), expand(padding), expand(dilation)
-    if spatial < 1 or len(w) != len(x) or not (len(stride) == len(padding) == len(dilation) == spatial):
-        return f"its inputs {s.dims!r} are not a convolution's"
-    out_sp = [(x[2 + d] + 2 * padding[d] - dilation[d] * (w[2 + d] - 1) - 1) // stride[d] + 1 for d in range(spatial)]
-    if min(out_sp) < 1:
-        return f"its inputs {s.dims!r} give no output"
-    out = [x[0], w[0]] + out_sp
-    flops = 2.0 * _numel(out) * (x[1] // groups) * _numel(w[2:])
-    moved = (_numel(x) + _numel(w) + sum(_numel(t[0]) for t in ts[2:]) + _numel(out)) * es
-    return Work("conv", flops, moved, dtype, _dims_text(s.dims))
-
-
-def _elementwise(op: str, s: Shapes, kind: str) -> Work | str:
-    ts = _tensors(s)
-    if isinstance(ts, str):
-        return ts
-    dtype = ts[0][1] if ts else None
-    if kind == "fill":
-        if not ts:
-            return "its output's shape is not among its inputs (a factory op)"
-        return Work("fill", 0.0, _numel(ts[0][0]) * ts[0][2], ts[0][1], _dims_text(s.dims))
-    if not ts:
-        return "it has no tensor input"
-    if kind == "copy":
-        if op == "aten::copy_" and len(ts) >= 2:  # writes self, reads src: self is not read
-            moved = _numel(ts[0][0]) * ts[0][2] + _numel(ts[1][0]) * ts[1][2]
-        else:  # a new tensor of the input's shape (its dtype may change: counted at the input's)
-            moved = 2 * _numel(ts[0][0]) * ts[0][2]
-        return Work("copy", 0.0, moved, dtype, _dims_text(s.dims))
-    out = _broadcast([t[0] for t in ts])
-    if out is None:
-        return f"its inputs {s.dims!r} do not broadcast together (not an elementwise op?)"
-    n_out = _numel(out)
-    reads = sum(_numel(t[0]) * t[2] for t in ts)
-    return Work("elementwise", float(n_out), reads + n_out * ts[0][2], dtype, _dims_text(s.dims))
-
-
-def _reduction(op: str, s: Shapes) -> Work | str:
-    ts = _tensors(s)
-    if isinstance(ts, str):
-        return ts
-    if not ts:
-        return "it has no tensor input"
-    x, dtype, es = ts[0]
-    # a backward reduction's first input may be a 0-d gradient: the work follows its largest input
-    n_in = max(_numel(t[0]) for t in ts)
-    reads = sum(_numel(t[0]) * t[2] for t in ts)
-    if _SAME_SHAPE_REDUCTIONS.search(op):
-        out = n_in
-    else:
-        dims = _concrete(s, 1)
-        if len(ts) == 1 and all(not (isinstance(d, list) and d) for d in (s.dims or [])[1:]) and dims is None \
-                and len(s.dims or []) == 1:
-            out = 1  # the whole tensor to one value (aten::sum(x))
-        elif isinstance(dims, int):
-            out = _numel(x) // max(1, x[dims] if -len(x) <= dims < len(x) else 1)
-        elif isinstance(dims, list) and all(isinstance(d, int) and -len(x) <= d < len(x) for d in dims):
-            out = _numel(x) // max(1, _numel([x[d] for d in set(d % len(x) for d in dims)])) if dims else 1
-        else:
-            out = 0  # unknown: left out, so the bytes are a lower bound
-    return Work("reduction", float(n_in), reads + out * es, dtype, _dims_text(s.dims))
-
-
-def _dims_text(dims: Any) -> str:
-    return json.dumps(dims, separators=(",", ":"))
-
-
-def size_op(op: str, s: Shapes, kernel_kind: str) -> Work | str:
-    """One op call's work from its shapes, or why it cannot be sized (a phrase)."""
-    if op in GEMM_OPS:
-        return _gemm(op, s)
-    if op in CONV_OPS:
-        return _conv(op, s)
-    if not op.startswith("aten::"):  # a library's own op (fbgemm::..., a custom autograd node): no rule knows it
-        return f"no rule sizes {op}"
-    if op in _FILLS or kernel_kind == kk.FILL:
-        return _elementwise(op, s, "fill")
-    if op in _COPIES or kernel_kind == kk.COPY:
-        return _elementwise(op, s, "copy")
-    if _REDUCTIONS.search(op) or kernel_kind == kk.REDUCTION:
-        return _reduction(op, s)
-    if kernel_kind == kk.ELEMENTWISE:
-        return _elementwise(op, s, "elementwise")
-    return f"no rule sizes {kernel_kind} kernels"
 
 
 # --- the roofline --------------------------------------------------------------------------------

@@ -18,7 +18,8 @@ from pathlib import Path
 from .. import facts
 from ..runs import ddp
 from ..advice import distributed
-from ..facts import measure
+from ..facts import collectives, measure
+from ..facts.ranks import Ranks, ranks_text, read_ranks
 from ..lesson import plots, show, spoilers, widgets
 from ..reader import vector
 from ..facts.measure import Estimate, Spread
@@ -49,7 +50,7 @@ class Pair:
 
     name: str
     run: ddp.RankRun
-    ranks: distributed.Ranks
+    ranks: Ranks
     traces: list[Trace]
     shifts: list[float]
     info: dict
@@ -58,7 +59,7 @@ class Pair:
     def folder(self) -> Path:
         return self.run.folder
 
-    def per_step(self, row: distributed.RankRow) -> float:
+    def per_step(self, row: collectives.RankRow) -> float:
         return row.collectives / max(len(facts.steps(self.traces[row.rank])), 1)
 
     def balance(self) -> tuple[bool, str]:
@@ -71,7 +72,7 @@ def of_run(r: ddp.RankRun) -> Pair:
         info = ddp.run_info(r)
     except Exception:  # noqa: BLE001 - a pair without its record is still read; the reveals say what is missing
         info = {}
-    return Pair(r.name, r, distributed.read_ranks(r.folder), traces, distributed.clock_shifts_us(traces), info)
+    return Pair(r.name, r, read_ranks(r.folder), traces, collectives.clock_shifts_us(traces), info)
 
 
 def load(name: str) -> Pair:
@@ -388,7 +389,7 @@ def overlap(base: Pair) -> None:
     r0 = base.ranks.ranks[0]
 
     def reveal(answer):
-        show.pre(distributed.ranks_text(base.ranks, top=4))
+        show.pre(ranks_text(base.ranks, top=4))
         show.display_figure(plots.ranks(base.traces, base.shifts, title=f"{base.name}: one step, both ranks on one clock"))
         g = overlap_grade(base, answer)
         places = _by_place(base, 0)
@@ -423,13 +424,13 @@ def overlap(base: Pair) -> None:
 # --- bucket size ----------------------------------------------------------------------------------------
 
 
-def _last_in(p: Pair) -> distributed.RankRow | None:
+def _last_in(p: Pair) -> collectives.RankRow | None:
     """The rank that waited least inside the matched all-reduces (it arrived last): its kernels are transfer."""
     rows = [x for x in p.ranks.ranks if x.wait_us is not None]
     return min(rows, key=lambda x: x.wait_us) if rows else None
 
 
-def _net_overlap_bounds(r: distributed.RankRow) -> tuple[float, float]:
+def _net_overlap_bounds(r: collectives.RankRow) -> tuple[float, float]:
     """A rank's overlap (%) with its waiting inside collectives taken out: lowest if the waiting had compute beside
     it all along, highest if it had none."""
     net = r.collective_us - (r.wait_us or 0.0)
@@ -568,7 +569,7 @@ def _gloo_events(t: Trace) -> dict[tuple[str, str], list[float]]:
     found: dict[tuple[str, str], list[float]] = {}
     for i in range(len(t)):
         n = t.name_of(i)
-        if n.startswith((distributed.GLOO_PREFIX, "c10d::allreduce")):
+        if n.startswith((collectives.GLOO_PREFIX, "c10d::allreduce")):
             found.setdefault((n, t.lanes[t.lane[i]].label), []).append(t.dur[i])
     return found
 
@@ -579,7 +580,7 @@ def _thread_names(t: Trace) -> list[str]:
     out = []
     main = facts.main_thread(t)
     for i in range(len(t)):
-        if t.name_of(i).startswith(distributed.GLOO_PREFIX) and t.lane[i] != main:
+        if t.name_of(i).startswith(collectives.GLOO_PREFIX) and t.lane[i] != main:
             label = t.lanes[t.lane[i]].label
             if "(" in label:
                 out.append(label[label.rfind("(") + 1:].rstrip(")"))
@@ -595,9 +596,9 @@ def gloo(cpu: Pair) -> None:
         show.table([(n, lane, len(d), us(statistics.median(d))) for (n, lane), d in sorted(found.items())],
                    ["event", "thread", "count", "median"])
         main = facts.main_thread(t)
-        lanes = {t.lane[i] for i in range(len(t)) if t.name_of(i).startswith(distributed.GLOO_PREFIX)}
+        lanes = {t.lane[i] for i in range(len(t)) if t.name_of(i).startswith(collectives.GLOO_PREFIX)}
         actual = GLOO_CHOICES[2] if not lanes else GLOO_CHOICES[0] if lanes == {main} else GLOO_CHOICES[1]
-        where = ", ".join(show.code(lane) for (n, lane) in sorted(found) if n.startswith(distributed.GLOO_PREFIX))
+        where = ", ".join(show.code(lane) for (n, lane) in sorted(found) if n.startswith(collectives.GLOO_PREFIX))
         return widgets.verdict(
             answer == actual,
             "The main thread only queues the work (<code>c10d::allreduce_</code>, inside backward, under the gradient "

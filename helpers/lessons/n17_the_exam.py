@@ -20,7 +20,7 @@ from .. import facts
 from ..advice import diagnose, exam
 from ..facts import memory, profile_table, roofline
 from ..lesson import plots, show, spoilers, widgets
-from ..advice.distributed import clock_shifts_us
+from ..facts.collectives import clock_shifts_us
 from ..facts.text import short, us
 
 #: each trace's two questions, written out (tools/instructor_table.py finds a notebook's question ids in its source;

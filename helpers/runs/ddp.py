@@ -159,7 +159,7 @@ BALANCE_MARGIN_US = 100.0
 
 def entry_gaps_us(folder: Path) -> list[float]:
     """Per collective matched across the ranks: how long after the first rank the last one entered it (µs)."""
-    from ..advice.distributed import read_ranks
+    from ..facts.ranks import read_ranks
 
     return [max(m.starts_us) - min(m.starts_us) for m in read_ranks(folder).matched]
 
@@ -169,7 +169,7 @@ def balance(folder: Path, margin_us: float = BALANCE_MARGIN_US) -> tuple[bool, s
     within ``margin_us``; and the figures, in words."""
     import statistics
 
-    from ..advice.distributed import read_ranks
+    from ..facts.ranks import read_ranks
 
     r = read_ranks(folder)
     gaps = [max(m.starts_us) - min(m.starts_us) for m in r.matched]

@@ -1,0 +1,196 @@
+"""Each op call's recorded shapes (Input Dims, Input type, Concrete Inputs), read again from the trace's file.
+
+The reader keeps no op's input shapes (they would cost every reading of every
+trace); with ``record_shapes=True`` each CPU op carries them, and the roofline
+(:mod:`helpers.facts.roofline`) and the rules that look at one op's shapes
+read them here, only for the ops they ask about. msgspec decodes only the
+events that hold shapes; without it the json module does the same.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..reader.trace import Trace, TraceError
+from ..reader.source import open_text
+
+NO_SHAPES = "not sized: the trace has no Input Dims (record with record_shapes=True)"
+
+
+@dataclass(frozen=True)
+class Shapes:
+    """One op call's Input Dims, Input type and Concrete Inputs, as the trace holds them."""
+
+    dims: Any
+    types: Any
+    concrete: Any
+
+
+class _Recorded:
+    """An op's three args as found in the file: undecoded JSON text (msgspec) or values (json module).
+
+    Most ops never launch a kernel: their shapes are decoded only when asked for.
+    """
+
+    __slots__ = ("parts", "raw")
+
+    def __init__(self, parts: tuple, raw: bool) -> None:
+        self.parts, self.raw = parts, raw
+
+    @property
+    def key(self) -> Any:
+        """Equal for equal shapes (the JSON text itself, or its values re-encoded)."""
+        if self.raw:
+            return b"\x00".join(map(bytes, self.parts))
+        return json.dumps(self.parts, separators=(",", ":"))
+
+    def shapes(self) -> Shapes:
+        if self.raw:
+            return Shapes(*(msgspec.json.decode(p) if len(p) else None for p in self.parts))
+        return Shapes(*self.parts)
+
+
+try:
+    import msgspec
+
+    class _OpArgs(msgspec.Struct, gc=False):
+        dims: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Input Dims")
+        types: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Input type")
+        concrete: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Concrete Inputs")
+
+    class _OpEvent(msgspec.Struct, gc=False):
+        cat: Any = None
+        name: Any = None
+        tid: Any = None
+        ts: Any = None
+        args: _OpArgs = msgspec.field(default_factory=_OpArgs)  # of the other keys, nothing is kept
+
+    class _DocEvents(msgspec.Struct, gc=False):
+        traceEvents: list[msgspec.Raw] = []  # each event's text, unparsed: most have no shapes
+
+    _decode_doc = msgspec.json.Decoder(_DocEvents).decode
+    _decode_list = msgspec.json.Decoder(list[msgspec.Raw]).decode
+    _decode_op = msgspec.json.Decoder(_OpEvent).decode
+
+except ImportError:  # pragma: no cover - the json module's path below does the same
+    msgspec = None  # type: ignore[assignment]
+
+
+_OP_CATS = ("cpu_op", "operator")  # Kineto's spellings of an ATen op's category
+_NOT_WS = re.compile(rb"[^ \t\r\n]")
+
+
+_Found = list[tuple[Any, Any, Any, "_Recorded"]]  # (name, tid, ts, shapes) of CPU ops
+
+
+def _scan(text: bytes | bytearray, keep: Callable[[Any, Any], bool]) -> tuple[int, _Found]:
+    """How many CPU ops have Input Dims in the trace's text, and (name, tid, ts, shapes) of those
+    ``keep(name, ts)`` wants."""
+    out = []
+    seen = 0
+    if msgspec is not None:
+        try:
+            # Each event as unparsed text first (a view of ``text``), then only those that hold shapes decoded,
+            # and of those only the ops that launched kernels kept (copied out, so the text can go).
+            first = _NOT_WS.search(text)  # not text.lstrip(): that would copy the whole text
+            events = _decode_list(text) if first and first.group() == b"[" else _decode_doc(text).traceEvents
+            for raw in events:
+                if b'"Input Dims"' in bytes(raw):
+                    e = _decode_op(raw)
+                    if len(e.args.dims) and isinstance(e.cat, str) and e.cat.lower() in _OP_CATS:
+                        seen += 1
+                        if keep(e.name, e.ts):
+                            a = e.args
+                            out.append((e.name, e.tid, e.ts, _Recorded((bytes(a.dims), bytes(a.types),
+                                                                        bytes(a.concrete)), True)))
+            return seen, out
+        except (msgspec.DecodeError, ValueError, RecursionError):
+            out, seen = [], 0  # what msgspec refuses (args that are not an object...), the json module decides
+    doc = json.loads(text)
+    events = doc.get("traceEvents", []) if isinstance(doc, dict) else doc if isinstance(doc, list) else []
+    for e in events:
+        if not isinstance(e, dict) or not isinstance(e.get("cat"), str):
+            continue
+        a = e.get("args")
+        if e["cat"].lower() in _OP_CATS and isinstance(a, dict) and "Input Dims" in a:
+            seen += 1
+            if keep(e.get("name"), e.get("ts")):
+                out.append((e.get("name"), e.get("tid"), e.get("ts"),
+                            _Recorded((a["Input Dims"], a.get("Input type"), a.get("Concrete Inputs")), False)))
+    return seen, out
+
+
+def _float(v: Any) -> float | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, str):
+        try:
+            return float(v)
+        except ValueError:
+            return None
+    return None
+
+
+_Shapes = dict[tuple[str, float], list[tuple[Any, "_Recorded"]]]  # (op name, start) -> [(thread id, shapes)]
+
+
+def _op_shapes(trace: Trace, wanted: set[tuple[str, float]]) -> _Shapes | str:
+    """(op name, start in the trace's clock) -> [(thread id, its shapes)] for the ``wanted`` ops, or a sentence
+    saying why there are none.
+
+    The reader keeps no op's input shapes (they would cost every reading of
+    every trace); this reads the trace's file again for them.
+    """
+    t0 = trace.t0
+
+    names = {name for name, _ in wanted}
+
+    def keep(name: Any, ts: Any) -> bool:
+        if name not in names:  # most ops launch nothing: no number to convert for them
+            return False
+        t = _float(ts)
+        return t is not None and (name, t - t0) in wanted
+
+    try:
+        blocks, close, _ = open_text(trace.path)
+        text = bytearray()  # grown in place: joining a list of blocks would hold the text twice at its peak
+        try:
+            for block in blocks:
+                text += block
+        finally:
+            close()
+        if not _NOT_WS.search(text):  # a pipe (`summarize <(zcat ...)`) is empty the second time
+            return ("not sized: the trace came through a pipe, which cannot be read a second time for the ops' "
+                    "shapes: give the file itself")
+        seen, found = _scan(text, keep)
+    except (OSError, TraceError, ValueError, RecursionError) as e:
+        return f"not sized: the trace's file could not be read again for its op shapes ({e})"
+    if not seen:
+        return NO_SHAPES
+    result: _Shapes = {}
+    for name, tid, ts, rec in found:
+        result.setdefault((name, _float(ts) - t0), []).append((tid, rec))
+    return result
+
+
+def op_shapes(trace: Trace, ops: list[int]) -> dict[int, Shapes] | str:
+    """Each of these op events' recorded shapes (Input Dims, Input type, Concrete Inputs), read again from the
+    trace's file; or a sentence saying why there are none (no shapes recorded, a pipe, an unreadable file)."""
+    found = _op_shapes(trace, {(trace.name_of(op), trace.ts[op]) for op in ops})
+    if isinstance(found, str):
+        return found
+    out: dict[int, Shapes] = {}
+    for op in ops:
+        recs = found.get((trace.name_of(op), trace.ts[op]))
+        if not recs:
+            continue
+        if len(recs) > 1:
+            tid = trace.lanes[trace.lane[op]].tid
+            recs = [f for f in recs if f[0] == tid] or recs
+        out[op] = recs[0][1].shapes()
+    return out
