@@ -21,8 +21,8 @@ straggler), :mod:`.ranks` (a folder of rank traces read together) and
 
 from __future__ import annotations
 
-from .steps import (Gap, Step, _STEP, _gpu_busy_spans, _median, annotation_gaps, gpu_work, main_thread,
-                    median_step_us, self_cpu_us, steps, window)
+from .steps import (Gap, Step, _STEP, _gpu_busy_spans, _median, annotation_gaps, gpu_busy_per_step, gpu_work,
+                    main_thread, median_step_us, self_cpu_us, steps, window)
 from .balance import (Balance, COLLECTIVE_SHARE, CPU_BOUND, GPU_BOUND, GPU_BOUND_RATIO, IN_COLLECTIVES, balance,
                       collective_work)
 from .kernels import (KernelStat, KindStat, Resources, _KIND_CACHE, _classify, _dims, _number, _resources,

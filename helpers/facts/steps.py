@@ -7,6 +7,7 @@ import re
 import statistics
 from dataclasses import dataclass
 from ..reader import vector
+from ..reader.spans import covered
 from ..reader.trace import ANNOTATION, CPU_GROUPS, CPU_OP, GPU_WORK, Trace
 
 
@@ -82,6 +83,12 @@ def _gpu_busy_spans(trace: Trace) -> list[tuple[float, float]]:
     if spans is None:
         spans = trace.memo["gpu busy spans"] = vector.spans(trace, gpu_work(trace))
     return spans
+
+
+def gpu_busy_per_step(trace: Trace) -> list[tuple[str, float, float]]:
+    """Per recorded step: (name, GPU busy time inside it, its length), in µs."""
+    busy = _gpu_busy_spans(trace)
+    return [(s.name, covered(busy, s.start_us, s.start_us + s.dur_us), s.dur_us) for s in steps(trace)]
 
 
 def window(trace: Trace) -> tuple[float, float]:

@@ -17,9 +17,7 @@ from ..runs import comparisons
 from ..advice import diagnose
 from ..facts import measure, step_facts
 from ..lesson import plots, show, spoilers, widgets
-from ..reader import vector
 from ..facts.measure import Spread
-from ..reader.spans import covered
 from ..facts.text import nbytes, us
 from . import _shared
 
@@ -46,9 +44,7 @@ def _ms_text(v: float) -> str:
 
 def step_busy(run) -> list[tuple[str, float, float]]:
     """Per recorded step: (name, GPU busy time inside it, its length), in µs, from the trace."""
-    t = run.trace
-    busy = vector.spans(t, facts.gpu_work(t))
-    return [(s.name, covered(busy, s.start_us, s.start_us + s.dur_us), s.dur_us) for s in facts.steps(t)]
+    return facts.gpu_busy_per_step(run.trace)
 
 
 def busy_share(run, timed) -> Spread:

@@ -11,6 +11,7 @@ say where a step goes and which line of the loop made each wait.
 
 from __future__ import annotations
 
+import functools
 import html
 import inspect
 import statistics
@@ -175,27 +176,27 @@ def _count_choice(n: int) -> str:
     return WAIT_CHOICES[min(n, len(WAIT_CHOICES) - 1)]
 
 
-def source_matches(run) -> bool:
+def source_matches(run, sites: list[WaitSite] | None = None) -> bool:
     """Whether every frame of the loop in the trace still starts a function of this slow_loop.py (a recorded trace
-    of an older source would point at other lines)."""
+    of an older source would point at other lines). ``sites``: :func:`wait_sites` of ``run``, when read already."""
     src = _source()
-    sites, _ = wait_sites(run)
+    sites = wait_sites(run)[0] if sites is None else sites
     return all(python_lines.starts_function(src, s.frame.line, s.frame.function) for s in sites)
 
 
 def waits(slow) -> None:
     """16.waits: how many lines of the loop make the CPU wait for the GPU."""
-    lines = wait_lines(slow)
+    sites, steps = wait_sites(slow)
+    lines = sorted({n for s in sites for n in s.lines})
 
     def reveal(answer):
         if not python_lines.has_stacks(slow.trace):
             return widgets.verdict(None, "This trace holds no Python stacks (it was profiled without "
                                    "<code>with_stack=True</code>): it cannot say which lines waited.")
-        if not source_matches(slow):
+        if not source_matches(slow, sites):
             return widgets.verdict(None, "This trace was recorded from an older slow_loop.py: its line numbers no "
                                    "longer point at this source. Record it again (<code>python -m helpers.runs.record "
                                    "--parts 6</code>).")
-        sites, steps = wait_sites(slow)
         start, body = step_source()
         text = {start + n: ln.strip() for n, ln in enumerate(body)}
         rows = []
@@ -260,16 +261,8 @@ def slowest_kernel(slow) -> None:
 
 def _gpu_per_step(run) -> float:
     """The GPU's busy time per recorded step (median), in µs."""
-    return statistics.median(b for _, b, _ in _busy(run)) if facts.steps(run.trace) else 0.0
-
-
-def _busy(run):
-    from ..reader.spans import covered
-    from ..reader import vector
-
-    t = run.trace
-    spans = vector.spans(t, facts.gpu_work(t))
-    return [(s.name, covered(spans, s.start_us, s.start_us + s.dur_us), s.dur_us) for s in facts.steps(t)]
+    busy = facts.gpu_busy_per_step(run.trace)
+    return statistics.median(b for _, b, _ in busy) if busy else 0.0
 
 
 def tf32_alone(slow, tf32, alone: Comparison) -> None:
@@ -291,7 +284,9 @@ def tf32_alone(slow, tf32, alone: Comparison) -> None:
                                  live=alone.source.startswith("measured now"))
         why = (f" TF32 cut the GPU's busy time per step from {us(gpu_a)} to {us(gpu_b)} (the traces' median steps), "
                f"{us(saved_gpu)} less; the unprofiled step changed by {us(saved_step)} (medians)")
-        why += (": most of the GPU time saved did not come off the step, so something else sets its pace."
+        why += (": the spread is too wide to say how much of the GPU time saved came off the step."
+                if not g.conclusive else
+                ": most of the GPU time saved did not come off the step, so something else sets its pace."
                 if saved_step < saved_gpu / 2 else
                 ": about as much as the GPU saved came off the step. A hypothesis: waits in the loop (16.waits, "
                 "below, counts them) keep the CPU from running ahead of the GPU, so the GPU's work sits on the "
@@ -396,23 +391,19 @@ class Bench:
         return measure.ratio_range(self.stages[0][1], self.stages[-1][1])
 
 
-def _total_ratio() -> tuple[Spread, str, bool]:
-    """The loop as written over all five fixes: timed in turn now (live) or from loop-stack (recorded)."""
+def _stack_ratio(before: tuple[str, ...], after: tuple[str, ...]) -> tuple[Spread, str, bool]:
+    """The loop with ``before`` over the loop with ``after``, round by round: timed in turn now (live) or read from
+    loop-stack (recorded); with the measurement's source, and whether measuring again could change it."""
     if environment().live:
-        cmp, a, b = _pair((), FIXES)
+        cmp, a, b = _pair(before, after)
         return cmp.ratio(a, b), cmp.source, True
     stack = comparisons.recorded("loop-stack")
-    return stack.ratio(AS_WRITTEN, _label(FIXES)), stack.source, False
+    return stack.ratio(_label(before), _label(after)), stack.source, False
 
 
 def total() -> None:
     """16.total: all five fixes against the loop as written."""
-    state: dict = {}
-
-    def measured():
-        if "r" not in state:
-            state["r"] = _total_ratio()
-        return state["r"]
+    measured = functools.cache(lambda: _stack_ratio((), FIXES))  # the reveal and the leak check read it once
 
     def reveal(answer):
         r, source, live = measured()
@@ -426,24 +417,10 @@ def total() -> None:
                 decides=lambda: [spoilers.exact(measured()[0].text())])
 
 
-def _last_ratio() -> tuple[Spread, str, bool]:
-    four = FIXES[:-1]
-    if environment().live:
-        cmp, a, b = _pair(four, FIXES)
-        return cmp.ratio(a, b), cmp.source, True
-    stack = comparisons.recorded("loop-stack")
-    return stack.ratio(_label(four), _label(FIXES)), stack.source, False
-
-
 def last_fix(four, alone: Comparison) -> None:
     """16.last: the last fix of FIXES (TF32), applied on top of the other four."""
     last = FIXES[-1]
-    state: dict = {}
-
-    def measured():
-        if "r" not in state:
-            state["r"] = _last_ratio()
-        return state["r"]
+    measured = functools.cache(lambda: _stack_ratio(FIXES[:-1], FIXES))
 
     def reveal(answer):
         r, source, live = measured()
@@ -452,10 +429,10 @@ def last_fix(four, alone: Comparison) -> None:
         # the two effects, each a ratio of its own rounds, set against each other in every pairing
         d = measure.ratio_range(r, before)
         lo, hi = d.quartiles
-        if lo > 1.0:
+        if lo > STEP_EDGES[0]:
             order = (f" Alone it was {before.text()}: applied last, the same fix did more ({d.text()} its effect "
                      "alone, every pairing of the two), because what else held the step had changed.")
-        elif hi < 1.0:
+        elif hi < 1 / STEP_EDGES[0]:
             order = (f" Alone it was {before.text()}: applied last, the same fix did less ({d.text()} its effect "
                      "alone, every pairing of the two).")
         else:

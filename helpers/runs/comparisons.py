@@ -175,36 +175,38 @@ def run(group: Group, device: str, dtype: str, where: str) -> tuple[Measured, di
 def measure(name: str, *, on: str = "auto") -> Comparison:
     """Group ``name`` timed live on this GPU, on this CPU (``on="cpu"``, one thread), or read from the reference set."""
     from .mode import environment
-    from .workload import pick_dtype
 
     group = GROUPS[name]
     if on == "cpu":
         with one_thread():
             m, un = run(group, "cpu", "fp32", "this CPU")
         return Comparison(group, m, "measured now on this CPU, one thread", un)
-    env = environment()
-    if env.live:
-        from .timing import profiled_here
-
-        m, un = run(group, "cuda", pick_dtype("cuda", env.capability), env.gpu or "this GPU")
-        note = (" (in a kernel that has already run the profiler, which slows every call a little; the sides are "
-                "timed in turn, so the ratio stands)" if profiled_here() else "")
-        return Comparison(group, m, f"measured now on {env.gpu}{note}", un)
+    if environment().live:
+        return _on_this_gpu(group)
     return recorded(name)
+
+
+def _on_this_gpu(group: Group) -> Comparison:
+    """``group`` timed in turn now, on this GPU."""
+    from .mode import environment
+    from .timing import profiled_here
+    from .workload import pick_dtype
+
+    env = environment()
+    m, un = run(group, "cuda", pick_dtype("cuda", env.capability), env.gpu or "this GPU")
+    note = (" (in a kernel that has already run the profiler, which slows every call a little; the sides are "
+            "timed in turn, so the ratio stands)" if profiled_here() else "")
+    return Comparison(group, m, f"measured now on {env.gpu}{note}", un)
 
 
 def adhoc(name: str, members: dict[str, Member], what: str = "wall", **how: Any) -> Comparison:
     """Members no recorded group holds together (a learner's own order of fixes), timed in turn now on this GPU."""
     from .mode import environment
-    from .workload import pick_dtype
 
-    group = Group(name, tuple(members.items()), what, **how)
-    env = environment()
-    if not env.live:
+    if not environment().live:
         raise WorkloadError(f"comparison {name}: timing calls now needs a CUDA GPU; recorded mode reads the "
                             "reference set's groups instead")
-    m, un = run(group, "cuda", pick_dtype("cuda", env.capability), env.gpu or "this GPU")
-    return Comparison(group, m, f"measured now on {env.gpu}", un)
+    return _on_this_gpu(Group(name, tuple(members.items()), what, **how))
 
 
 def path_in(folder: Path, name: str) -> Path:

@@ -87,11 +87,11 @@ class NoisyBatches:
 
 
 def _model(dim: int, hidden: int, layers: int, device: str):
-    from torch import nn
+    """Notebook 12's MLP, built where it is defined (helpers.runs.training)."""
+    from .training import _mlp
 
-    blocks = [nn.Sequential(nn.Linear(dim, hidden, device=device), nn.GELU(), nn.Linear(hidden, dim, device=device))
-              for _ in range(layers)]
-    return nn.Sequential(*blocks, nn.Linear(dim, 10, device=device))
+    # the same blocks: the two notebooks' steps differ only in what this loop plants around them
+    return _mlp(dim, hidden, layers, device)
 
 
 def _build_loop(device, dtype, batch, dim, hidden, layers, work, loader, sync, constant, tf32, fused,
