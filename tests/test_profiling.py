@@ -115,3 +115,19 @@ def test_a_broken_manifest_is_reported_and_skipped(tmp_path, monkeypatch, h200):
     assert str(tmp_path / "broken-gpu" / "manifest.json") in broken and "cannot be read as JSON" in broken
     assert "Expecting" in broken  # the JSON error itself
     assert str(tmp_path / "list-gpu" / "manifest.json") in listed and "not a manifest" in listed
+
+
+def test_a_dataloader_step_is_not_timed_alone_and_a_stale_timing_goes(tmp_path):
+    """Steps fed by a DataLoader are timed in turn (comparisons), never alone after three warm-up steps."""
+    pytest.importorskip("torch")
+    from helpers.runs.timing import timing_path
+    from helpers.runs.training import input_pipeline
+
+    w = input_pipeline(batch=4, size=32, work=200)
+    assert not w.timed and matmul_add(8).timed
+    tag = "input-w0-32_fp32_warm_eager"
+    stale = timing_path(tmp_path / f"{tag}.json")
+    stale.write_text('{"host_us": 1.0}')
+    run = profile(w, warm=True, on="cpu", out_dir=tmp_path)
+    assert run.tag == tag and run.timing is None and not stale.exists()
+    assert profile(matmul_add(8), warm=True, on="cpu", out_dir=tmp_path).timing is not None

@@ -11,6 +11,10 @@ shows as it goes; at the end comes a table of notebook, status, seconds and
 the GPU it ran on, a clear line for each failure, and an HTML report of the
 executed notebooks (``preflight/index.html``, with each executed ``.ipynb``
 beside its page).
+
+``--breakdown`` adds where each notebook's time went (kernel start, torch,
+CUDA, each kind of profiled run, timings, reading traces, the rest), from the
+phases the helpers write down (:mod:`helpers.classroom.breakdown`).
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from pathlib import Path
 
 from .. import ROOT
 from ..runs.mode import ModeError, environment
+from ..runs.stopwatch import STOPWATCH_VAR
+from . import breakdown
 
 NOTEBOOKS = ROOT / "notebooks"
 REPORT = ROOT / "preflight"
@@ -40,6 +46,7 @@ class Result:
     gpu: str
     error: str = ""
     cells: int = 0
+    kernel_start: float = 0.0  # from the start of the kernel to its first cell
 
 
 def _where() -> str:
@@ -50,6 +57,31 @@ def _where() -> str:
     if e.live:
         return f"{e.gpu} (live)"
     return f"no GPU: recorded traces from {e.reference.gpu if e.reference else '?'}"
+
+
+def bytecode_note() -> str | None:
+    """A warning when Python here compiles torch's sources again in every process, else None.
+
+    With no bytecode beside torch's sources and none allowed to be written
+    (``PYTHONDONTWRITEBYTECODE``, a read-only install), every kernel and every
+    cold run's fresh process compiles them again: on the H200 host that set-up
+    cost seconds per process (``--breakdown`` shows it under torch and cold).
+    """
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.origin:
+        return None
+    cached = Path(importlib.util.cache_from_source(spec.origin))
+    if cached.exists():
+        return None
+    folder = cached.parent if cached.parent.exists() else cached.parent.parent
+    if not sys.flags.dont_write_bytecode and os.access(folder, os.W_OK):
+        return None  # the first process writes it; the others read it
+    why = "PYTHONDONTWRITEBYTECODE is set" if sys.flags.dont_write_bytecode else f"{folder} is read-only"
+    return (f"preflight: torch has no compiled bytecode here and {why}, so every kernel and every cold run compiles "
+            "torch's sources again (seconds each, for every learner too). Once: python -m compileall -q "
+            f"{Path(spec.origin).parent.parent}; or set PYTHONPYCACHEPREFIX to a writable folder.")
 
 
 def _progress(line: str, final: bool = False) -> None:
@@ -72,8 +104,12 @@ def run_notebook(path: Path, out_dir: Path, index: int, total: int, timeout: int
     start = time.perf_counter()
     name = path.stem
 
+    first_cell = [0.0]
+
     def on_cell_start(cell, cell_index):
         started[0] += 1
+        if not first_cell[0]:
+            first_cell[0] = time.perf_counter()
 
     def on_cell_executed(cell, cell_index, execute_reply):
         _progress(f"[{index:>2}/{total}] {name:<32} cell {started[0]:>2}/{len(code_cells)}  "
@@ -101,7 +137,8 @@ def run_notebook(path: Path, out_dir: Path, index: int, total: int, timeout: int
     _progress(f"[{index:>2}/{total}] {name:<32} {status:<6} {secs:6.1f} s", final=True)
     _write_html(nb, out_dir / f"{name}.html")
     nbformat.write(nb, out_dir / f"{name}.ipynb")  # the executed notebook too: open it to read what ran live
-    return Result(name, status, secs, _where(), error, started[0] - (status != "ok"))
+    return Result(name, status, secs, _where(), error, started[0] - (status != "ok"),
+                  (first_cell[0] or time.perf_counter()) - start)
 
 
 def _write_html(nb, target: Path) -> None:
@@ -187,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("only", nargs="*", help="notebook numbers or names to run (default: all)")
     ap.add_argument("--out", default=str(REPORT), help="folder for the HTML report (default: preflight/)")
     ap.add_argument("--timeout", type=int, default=900, help="seconds allowed per cell (default 900)")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="also say where each notebook's time went (breakdown.txt beside the report)")
     a = ap.parse_args(argv)
     paths = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
     if a.only:
@@ -202,10 +241,26 @@ def main(argv: list[str] | None = None) -> int:
 
     os.environ["IPYTHONDIR"] = str(quiet_profile(out / "ipython"))  # one progress line each, no kernel chatter
     print(f"pre-flight: {len(paths)} notebooks on {_where()}", flush=True)
-    results = [run_notebook(p, out, i, len(paths), a.timeout) for i, p in enumerate(paths, 1)]
+    note = bytecode_note()
+    if note:
+        print(note, flush=True)
+    results, splits = [], []
+    for i, p in enumerate(paths, 1):
+        log = out / f"{p.stem}.stopwatch.jsonl"
+        if a.breakdown:  # the kernel and the processes it starts inherit the variable
+            log.unlink(missing_ok=True)
+            os.environ[STOPWATCH_VAR] = str(log)
+        results.append(run_notebook(p, out, i, len(paths), a.timeout))
+        os.environ.pop(STOPWATCH_VAR, None)
+        if a.breakdown:
+            r = results[-1]
+            splits.append(breakdown.of_notebook(r.notebook, r.seconds, r.kernel_start, log))
     index = _write_index(results, out)
     print()
     print(table(results))
+    if splits:
+        (out / "breakdown.txt").write_text(breakdown.table(splits) + "\n")
+        print("\nWhere the time went (seconds):\n" + breakdown.table(splits))
     print(f"\nHTML report: {index}")
     return 0 if all(r.status == "ok" for r in results) else 1
 

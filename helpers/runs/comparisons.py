@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 from ..facts.measure import Measured, Spread, interleave, one_thread
 from .slow_loop import FIXES, slow_loop
+from .stopwatch import phase
 from .training import input_pipeline, train_step
 from .workload import Workload, WorkloadError, attention, block, linear, matmul_add
 
@@ -45,7 +46,11 @@ class Group:
     members: tuple[tuple[str, Member], ...]
     what: str  # "host": the CPU's time to issue a call; "wall": a call (a training step) start to finish
     rounds: int = 30
-    settle: int = 0  # untimed calls at the start of every block: a DataLoader's batches prepared ahead
+    # untimed calls at the start of every block, every member's: they use up a DataLoader's batches prepared ahead,
+    # and let the workers of the member before finish refilling their queue (one trial on the H200 without them for
+    # the main-process members: notebook 14's pageable pipeline timed 151 ms a step; the reference set, with them,
+    # 94 ms)
+    settle: int = 0
     max_per_block: int = 20
     block_s: float = 0.01  # about how long a block's timed calls take (measure.interleave)
 
@@ -167,8 +172,9 @@ def run(group: Group, device: str, dtype: str, where: str) -> tuple[Measured, di
     if len(calls) < 2:
         raise WorkloadError(f"comparison {group.name}: fewer than two of its calls run here ({unavailable})")
     host = group.what == "host"
-    m = interleave(calls, device=device, rounds=group.rounds, max_per_block=group.max_per_block,
-                   block_s=group.block_s, wall=not host, host=host, settle=group.settle, where=where)
+    with phase("timed comparison", group.name):
+        m = interleave(calls, device=device, rounds=group.rounds, max_per_block=group.max_per_block,
+                       block_s=group.block_s, wall=not host, host=host, settle=group.settle, where=where)
     return m, unavailable
 
 

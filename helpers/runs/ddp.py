@@ -20,6 +20,7 @@ from pathlib import Path
 
 from .. import ROOT
 from .reference import NotRecorded, reference_set
+from .stopwatch import phase
 
 RUNS = ROOT / "traces" / "runs" / "ddp"
 
@@ -84,14 +85,15 @@ def run(name: str = "base", *, gpus: int | None = None, out_root: Path = RUNS, q
                          "--out", str(out)] + SCENARIOS[name] + extra
     t0 = time.perf_counter()
     lines: list[str] = []
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT)
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        lines.append(line.rstrip())
-        if not quiet and not _NOISE.search(line):
-            print(f"  [{time.perf_counter() - t0:5.1f} s] {line.rstrip()}", flush=True)
-    proc.stdout.close()
-    code = proc.wait(timeout=timeout)
+    with phase("two-process run", f"{name} ({backend})"):
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line.rstrip())
+            if not quiet and not _NOISE.search(line):
+                print(f"  [{time.perf_counter() - t0:5.1f} s] {line.rstrip()}", flush=True)
+        proc.stdout.close()
+        code = proc.wait(timeout=timeout)
     if code != 0 or not (out / "rank0.json").is_file():
         tail = "\n".join(lines[-8:]) or "no output"
         raise LaunchFailed(f"torchrun exited with status {code} for run {name!r}:\n{tail}")

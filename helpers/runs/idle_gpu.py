@@ -29,6 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .stopwatch import phase
+
 GAPS_S = (0.0, 0.01, 0.1, 0.5)  # pause before the timed GEMM; 0: back to back
 CONDITIONS = ("after a pause", "a small kernel first", "other buffers, no pause")
 
@@ -147,7 +149,9 @@ def measure() -> tuple[dict, str]:
 
     env = environment()
     if env.live:
-        return probe(dtype=pick_dtype("cuda", env.capability)), f"measured now on {env.gpu}"
+        with phase("idle-GPU probe"):
+            result = probe(dtype=pick_dtype("cuda", env.capability))
+        return result, f"measured now on {env.gpu}"
     ref = reference_set()
     p = ref.path / "idle_gpu.json"
     try:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .reference import NotRecorded, ReferenceSet, reference_set
+from .stopwatch import phase
 
 MODE_VAR = "PROFILING_MODE"  # "live" or "recorded"; unset: live when a GPU is visible
 HEADLESS_VAR = "PROFILING_HEADLESS"  # "1": reveal with default answers (nbval, CI, preflight)
@@ -103,18 +104,21 @@ def _cudnn_version(torch) -> str | None:
 @lru_cache(maxsize=1)
 def environment() -> Environment:
     """Detect the mode and hardware once per kernel."""
-    import torch
+    with phase("import torch"):
+        import torch
 
     forced = os.environ.get(MODE_VAR, "").strip().lower()
     if forced not in ("", "live", "recorded", "auto"):
         raise ModeError(f"{MODE_VAR}={forced!r}: use 'live', 'recorded' or leave it unset")
-    has_gpu = torch.cuda.is_available()
+    with phase("CUDA start-up"):  # the driver, the device's properties; the context comes with the first tensor
+        has_gpu = torch.cuda.is_available()
+        props = torch.cuda.get_device_properties(0) if has_gpu else None
     if forced == "live" and not has_gpu:
         raise ModeError(f"{MODE_VAR}=live, but torch sees no CUDA GPU here. Unset it to use the recorded traces.")
     mode = "live" if has_gpu and forced != "recorded" else "recorded"
     gpu = cap = mem = sms = None
-    if has_gpu:
-        p = torch.cuda.get_device_properties(0)
+    if props is not None:
+        p = props
         gpu, cap, mem, sms = p.name, (p.major, p.minor), p.total_memory / 2**30, p.multi_processor_count
     ref = None
     if mode == "recorded":

@@ -24,6 +24,7 @@ from ..facts.measure import Spread
 from .mode import ModeError, environment
 from .reference import ReferenceSet, reference_set
 from .runner import native_log_filter
+from .stopwatch import phase
 from .tags import ARTICLE, Schedule, scenario_key, slug, tag_for
 from .timing import Timing
 from ..reader.trace import Trace, read_trace
@@ -54,7 +55,8 @@ class ProfileRun:
 
     @cached_property
     def trace(self) -> Trace:
-        return read_trace(self.trace_path)
+        with phase("read trace", self.tag):
+            return read_trace(self.trace_path)
 
     @cached_property
     def summary(self) -> Summary:
@@ -141,9 +143,12 @@ def _profile_here(w, device, warm, compile, compile_mode, schedule, out_dir, ste
     else:
         dtype, name = "fp32", "cpu"
     out = Path(out_dir) if out_dir else runner.RUNS / slug(name)
-    run = runner.run_fresh if device == "cuda" and not warm else runner.run_live
-    table, path, secs = run(w, device, dtype, warm=warm, compile=compile, compile_mode=compile_mode,
-                            schedule=schedule, out_dir=out)
+    fresh = device == "cuda" and not warm
+    run = runner.run_fresh if fresh else runner.run_live
+    kind = "cold run (fresh process)" if fresh else f"{'warm' if warm else 'cold'} run on the {device.upper()}"
+    with phase(kind, f"{w.label}{' compiled' if compile else ''}"):
+        table, path, secs = run(w, device, dtype, warm=warm, compile=compile, compile_mode=compile_mode,
+                                schedule=schedule, out_dir=out)
     return ProfileRun(path.stem, "live" if device == "cuda" else "cpu", name, dtype, w, warm, compile,
                       compile_mode, schedule, table, path, f"recorded now on {name}", notes, secs)
 
@@ -165,8 +170,9 @@ def profile_model(model, inputs: tuple, *, name: str = "my_model", warm: bool = 
     out = Path(out_dir) if out_dir else runner.RUNS / slug(device)
     tag = f"{name}_{dtype}_{'warm' if warm else 'cold'}_eager"
     t0 = time.perf_counter()
-    table, path = runner.profile_callable(model, tuple(inputs), label=name, tag=tag, out_dir=out, cuda=cuda,
-                                          warm=warm, schedule=schedule, no_grad=no_grad)
+    with phase(f"{'warm' if warm else 'cold'} run on the {'GPU' if cuda else 'CPU'}", name):
+        table, path = runner.profile_callable(model, tuple(inputs), label=name, tag=tag, out_dir=out, cuda=cuda,
+                                              warm=warm, schedule=schedule, no_grad=no_grad)
     return ProfileRun(tag, "live" if cuda else "cpu", device, dtype, custom(name, no_grad), warm, False, None,
                       schedule, table, path, f"recorded now on {device}", [], time.perf_counter() - t0)
 

@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     todo = [s for s in all_scenarios(parts) if not a.only or fnmatch.fnmatch(s.key, a.only)]
     scenarios = dict(old)
     t_all = time.perf_counter()
-    _time_unprofiled([s for s in todo if s.warm], dtype, out)
+    _time_unprofiled([s for s in todo if s.warm and s.workload.timed], dtype, out)
     if not a.no_comparisons and not a.only:
         from .comparisons import GROUPS
 

@@ -20,6 +20,7 @@ import warnings
 from pathlib import Path
 
 from .. import ROOT
+from .stopwatch import phase, spawn_env, started_by_parent
 from .tags import ARTICLE, Schedule, tag_for
 from .timing import note_profiled, timing_path, unprofiled, write as write_measured
 from .workload import BackendUnavailable, NotEnoughMemory, Workload, WorkloadError
@@ -69,16 +70,22 @@ def run_live(w: Workload, device: str, dtype: str, *, warm: bool, compile: bool,
              compile_mode: str | None, schedule: Schedule, out_dir: Path, timing: bool = True) -> tuple[str, Path, float]:
     """Profile ``w`` in this process; returns the table, the trace path and the seconds taken.
 
-    ``timing=False`` leaves the unprofiled timing to someone else (the recorder times in a fresh process).
+    ``timing=False`` leaves the unprofiled timing to someone else (the recorder times in a fresh process); a
+    workload whose kind is not timed (``Kind.timed``) is never timed, and a timing an earlier run left is removed.
     """
-    import torch
+    with phase("import torch"):
+        import torch
 
     t_start = time.perf_counter()
-    fn, args = w.build(device, dtype)
+    with phase("build", w.label):  # in a fresh process this is where the CUDA context starts
+        fn, args = w.build(device, dtype)
     if compile:
         torch._dynamo.reset()  # each scenario gets its own static-shape graph, as in the article
         fn = torch.compile(fn, mode=compile_mode)
     tag = tag_for(w, dtype, warm, compile, schedule, compile_mode)
+    if not w.timed:
+        timing = False
+        timing_path(out_dir / f"{tag}.json").unlink(missing_ok=True)
     table, path = profile_callable(fn, args, label=w.label, tag=tag, out_dir=out_dir, cuda=device == "cuda",
                                    warm=warm, schedule=schedule, no_grad=w.no_grad, memory=bool(w.p.get("memory")),
                                    timing=timing, stack=w.with_stack)
@@ -107,18 +114,20 @@ def profile_callable(fn, args: tuple, *, label: str, tag: str, out_dir: Path, cu
     with grad:
         plain = None
         if warm:  # the article's --warmup: three untimed calls, then wait for the GPU
-            for _ in range(3):
-                fn(*args)
-            if cuda:
-                torch.cuda.synchronize()
+            with phase("warm-up calls", tag):  # a compiled call compiles here
+                for _ in range(3):
+                    fn(*args)
+                if cuda:
+                    torch.cuda.synchronize()
             if timing:  # before the profiler runs: afterwards the process carries its cost
-                plain = unprofiled(fn, args, device="cuda" if cuda else "cpu")
+                with phase("unprofiled timing", tag):
+                    plain = unprofiled(fn, args, device="cuda" if cuda else "cpu")
         with warnings.catch_warnings():  # warmup=0 is what notebook 03 wants to show
             warnings.filterwarnings("ignore", message=".*won't be using warmup.*")
             sched = torch.profiler.schedule(wait=schedule.wait, warmup=schedule.warmup,
                                             active=schedule.active, repeat=1)
         # record_shapes: each op's Input Dims and types, from which the roofline sizes its kernels' work
-        with native_log_filter(), torch.profiler.profile(activities=activities, schedule=sched,
+        with phase("profiled steps", tag), native_log_filter(), torch.profiler.profile(activities=activities, schedule=sched,
                                                          profile_memory=memory, record_shapes=True,
                                                          with_stack=stack) as prof:
             first_active = schedule.wait + schedule.warmup
@@ -143,6 +152,17 @@ def profile_callable(fn, args: tuple, *, label: str, tag: str, out_dir: Path, cu
         if memory and cuda:
             peaks = {"max_memory_allocated": torch.cuda.max_memory_allocated(),
                      "max_memory_reserved": torch.cuda.max_memory_reserved()}
+    with phase("table and export", tag):
+        table, path = _write_out(prof, tag, out_dir, cuda, stack)
+    if timing or peaks:
+        if timing:  # a run that times itself replaces what an earlier run kept beside the trace
+            timing_path(path).unlink(missing_ok=True)
+        write_measured(path, **(plain.to_json() if plain else {}), **peaks)
+    return table, path
+
+
+def _write_out(prof, tag: str, out_dir: Path, cuda: bool, stack: bool) -> tuple[str, Path]:
+    """The profiler's table (and, with stacks, the table by stack) and its Chrome trace, written to ``out_dir``."""
     sort = "cuda_time_total" if cuda else "cpu_time_total"
     table = prof.key_averages().table(sort_by=sort, row_limit=15)
     if stack:  # the same ops grouped by the Python lines that called them (group_by_stack_n)
@@ -152,10 +172,6 @@ def profile_callable(fn, args: tuple, *, label: str, tag: str, out_dir: Path, cu
     path = out_dir / f"{tag}.json"
     prof.export_chrome_trace(str(path))
     (out_dir / f"{tag}.txt").write_text(table + "\n")
-    if timing or peaks:
-        if timing:  # a run that times itself replaces what an earlier run kept beside the trace
-            timing_path(path).unlink(missing_ok=True)
-        write_measured(path, **(plain.to_json() if plain else {}), **peaks)
     return table, path
 
 
@@ -180,7 +196,7 @@ def run_fresh(w: Workload, device: str, dtype: str, *, warm: bool, compile: bool
             "schedule": [schedule.wait, schedule.warmup, schedule.active], "out_dir": str(out_dir)}
     environ = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     proc = subprocess.run([sys.executable, "-m", "helpers.runs.runner", json.dumps(spec)], capture_output=True,
-                          text=True, env=environ)
+                          text=True, env=spawn_env(environ))
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode != 0 or not lines:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
@@ -192,6 +208,7 @@ def run_fresh(w: Workload, device: str, dtype: str, *, warm: bool, compile: bool
 
 
 def _main(spec_json: str) -> None:
+    started_by_parent("fresh process start-up", "interpreter and helpers")
     spec = json.loads(spec_json)
     wd = spec["workload"]
     w = Workload(wd["kind"], tuple(sorted(wd["params"].items())), wd["label"], wd["no_grad"])

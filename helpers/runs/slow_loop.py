@@ -161,4 +161,5 @@ KINDS["loop"] = Kind(
     bytes_needed=_loop_bytes,
     smaller=_halve("batch", above=64),
     stack=True,
+    timed=False,
 )

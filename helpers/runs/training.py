@@ -206,6 +206,7 @@ KINDS["input"] = Kind(
                     + (f"-{p['size']}" if p["size"] != 128 else "")),
     bytes_needed=lambda p, s: 8 * p["batch"] * 3 * p["size"] ** 2 * 4 + 50_000_000,
     smaller=_halve("batch", above=1),
+    timed=False,
 )
 
 

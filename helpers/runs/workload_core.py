@@ -76,6 +76,10 @@ class Kind:
     bytes_needed: Callable[[Params, int], int]  # (params, bytes per element) -> a generous GPU memory estimate
     smaller: Callable[[Params], Params | None]  # the parameters that halve it, or None when it cannot shrink
     stack: bool = False  # profiled with_stack=True: each op's Python line in the trace (notebook 16)
+    # timed alone without the profiler before a warm run is profiled (helpers.runs.timing). Not for steps fed by a
+    # DataLoader: three warm-up steps and a lone timing would meet batches the workers prepared ahead; notebooks 14 and
+    # 16 time those steps in turn instead (comparisons), and read no lone timing.
+    timed: bool = True
 
 
 #: every kind of workload, by the name :attr:`Workload.kind` holds
@@ -129,6 +133,11 @@ class Workload:
         """The same workload at half the size, or None when it cannot shrink."""
         changes = self._kind.smaller(self.p)
         return None if changes is None else _make(self.kind, self.label, self.no_grad, **{**self.p, **changes})
+
+    @property
+    def timed(self) -> bool:
+        """Whether a warm run of it is timed alone without the profiler before it is profiled."""
+        return self._kind.timed
 
     @property
     def with_stack(self) -> bool:

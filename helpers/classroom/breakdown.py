@@ -1,0 +1,102 @@
+"""Where each notebook's time went, from the stopwatch's phases (``python -m helpers preflight --breakdown``).
+
+A notebook's time is its kernel's start, then its cells. The cells' time is
+split into the phases the helpers wrote down (:mod:`helpers.runs.stopwatch`)
+at the top level of the notebook's kernel: importing torch, starting CUDA,
+each profiled run (cold ones in a fresh process), the timed comparisons, the
+two-process runs, reading traces. What is left ("the rest") is everything the
+phases do not cover: importing the helpers, the lessons' reading and drawing,
+the widgets. A cold run's fresh process is split again by its own phases.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..runs.stopwatch import read
+
+#: the table's columns: a phase kind, or kinds summed, and the column's head
+COLUMNS = (
+    ("kernel", ("kernel start",)),
+    ("torch", ("import torch",)),
+    ("CUDA", ("CUDA start-up",)),
+    ("cold", ("cold run (fresh process)",)),
+    ("warm", ("warm run on the CUDA", "warm run on the GPU")),
+    ("CPU", ("warm run on the CPU", "cold run on the CPU")),
+    ("timed", ("timed comparison", "idle-GPU probe")),
+    ("ranks", ("two-process run",)),
+    ("read", ("read trace",)),
+)
+#: a fresh process's phases, in the order they happen
+FRESH = ("fresh process start-up", "import torch", "build", "warm-up calls", "unprofiled timing", "profiled steps",
+         "table and export")
+
+
+@dataclass
+class Breakdown:
+    """One notebook's seconds by column, its compile time, and its fresh processes' phases summed."""
+
+    notebook: str
+    total: float
+    columns: dict[str, float] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    compile: float = 0.0  # warm-up calls of compiled runs: where torch.compile compiles
+    fresh: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def rest(self) -> float:
+        return max(0.0, self.total - sum(self.columns.values()))
+
+
+def of_notebook(notebook: str, total: float, kernel_start: float, log: str | Path) -> Breakdown:
+    """The breakdown of one notebook run, from its stopwatch file."""
+    rows = read(log)
+    b = Breakdown(notebook, total, {"kernel": kernel_start}, {})
+    fresh_pids = {r["pid"] for r in rows if r["kind"] == FRESH[0]}  # a fresh process's first phase says it is one
+    kernel_pid = next((r["pid"] for r in sorted(rows, key=lambda r: r["start"]) if r["pid"] not in fresh_pids), None)
+    kind_to_column = {k: col for col, kinds in COLUMNS for k in kinds}
+    fresh: dict[str, float] = defaultdict(float)
+    for r in rows:
+        mine = r["pid"] == kernel_pid
+        if mine and r["depth"] == 0 and r["kind"] in kind_to_column:
+            col = kind_to_column[r["kind"]]
+            b.columns[col] = b.columns.get(col, 0.0) + r["seconds"]
+            b.counts[col] = b.counts.get(col, 0) + 1
+        if r["kind"] == "warm-up calls" and "_compile" in r["what"]:
+            b.compile += r["seconds"]
+        if r["pid"] in fresh_pids and r["kind"] in FRESH:
+            fresh[r["kind"]] += r["seconds"]
+    b.fresh = dict(fresh)
+    return b
+
+
+def table(rows: list[Breakdown]) -> str:
+    """Seconds per notebook and column (runs counted in brackets), then the fresh processes' phases."""
+    heads = [c for c, _ in COLUMNS] + ["rest", "total", "compile*"]
+    w = max([len(r.notebook) for r in rows] + [8])
+    lines = [f"{'notebook':<{w}}" + "".join(f"{h:>11}" for h in heads)]
+
+    def cell(r: Breakdown, col: str) -> str:
+        v = r.columns.get(col, 0.0)
+        n = r.counts.get(col, 0)
+        return f"{v:6.1f}" + (f" ({n})" if n and col in ("cold", "warm", "CPU", "timed", "ranks") else "    ")
+
+    for r in rows:
+        lines.append(f"{r.notebook:<{w}}" + "".join(f"{cell(r, c):>11}" for c, _ in COLUMNS)
+                     + f"{r.rest:>11.1f}{r.total:>11.1f}{r.compile:>11.1f}")
+    sums = {c: sum(r.columns.get(c, 0.0) for r in rows) for c, _ in COLUMNS}
+    lines.append(f"{'total':<{w}}" + "".join(f"{sums[c]:>11.1f}" for c, _ in COLUMNS)
+                 + f"{sum(r.rest for r in rows):>11.1f}{sum(r.total for r in rows):>11.1f}"
+                 + f"{sum(r.compile for r in rows):>11.1f}")
+    lines.append("(n): runs or timings; compile*: the warm-up calls of compiled runs, inside 'warm'")
+    fresh = defaultdict(float)
+    for r in rows:
+        for k, v in r.fresh.items():
+            fresh[k] += v
+    if fresh:
+        n = sum(r.counts.get("cold", 0) for r in rows)
+        lines.append(f"the {n} cold runs' fresh processes, summed: "
+                     + "; ".join(f"{k} {fresh[k]:.1f} s" for k in FRESH if k in fresh))
+    return "\n".join(lines)
