@@ -1,6 +1,6 @@
-"""The room's predictions, on real journals: notebook 03 run headless twice, as two learners would.
+"""The room's predictions, on real journals: notebook 03 run headless, its journal kept as two learners'.
 
-Headless, every question takes its default answer, so the two runs agree; one
+Headless, every question takes its default answer, so two runs would agree; one
 learner's answers are then changed in the journal files (the API keeps a first answer)
 (as a click on another choice would). Beside them: an export of the same run,
 made twice by one learner, a copy, a journal cut short, a profiler trace, and
@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from datetime import datetime, timedelta
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -42,17 +43,22 @@ NotebookClient(nb, timeout=600, kernel_name="python3",
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> tuple[Path, Path]:
-    """Two journals, each written by a headless run of notebook 03 (the two runs side by side: 2 cores)."""
+    """Two learners' journals: one written by a headless run of notebook 03, and the same run's journal as a second
+    learner's, a minute later. Headless runs of the recorded set answer and grade alike: a second run would give
+    the same entries but for the times, at the cost of a second kernel."""
     where = tmp_path_factory.mktemp("runs")
-    paths = where / "first.json", where / "second.json"
-    procs = [subprocess.Popen([sys.executable, "-c", _RUN, str(NOTEBOOK)], cwd=ROOT, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT,
-                              env={**os.environ, "PROFILING_MODE": "recorded", "PROFILING_HEADLESS": "1",
-                                   "PROFILING_JOURNAL": str(p), "MPLBACKEND": "Agg"}) for p in paths]
-    for proc in procs:
-        out, _ = proc.communicate(timeout=600)
-        assert proc.returncode == 0, out.decode(errors="replace")[-3000:]
-    return paths
+    first, second = where / "first.json", where / "second.json"
+    proc = subprocess.run([sys.executable, "-c", _RUN, str(NOTEBOOK)], cwd=ROOT, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, timeout=600,
+                          env={**os.environ, "PROFILING_MODE": "recorded", "PROFILING_HEADLESS": "1",
+                               "PROFILING_JOURNAL": str(first), "MPLBACKEND": "Agg"})
+    assert proc.returncode == 0, proc.stdout.decode(errors="replace")[-3000:]
+    data = json.loads(first.read_text())
+    for e in data.values():
+        if isinstance(e, dict) and e.get("when"):
+            e["when"] = (datetime.fromisoformat(e["when"]) + timedelta(minutes=1)).isoformat(timespec="seconds")
+    second.write_text(json.dumps(data, indent=1))
+    return first, second
 
 
 def _other(entry: dict) -> object:
