@@ -129,14 +129,15 @@ def _simulated(item) -> bool:
 def pytest_collection_modifyitems(session, config, items):
     """Put the tests that wait for simulated notebook runs last, and start those runs now on one worker.
 
-    The rest of the suite runs on one core; the runs (a kernel process each) use the other meanwhile, instead of
-    starting when their tests come up in alphabetical order and leaving a core idle until then.
+    The rest of the session runs on one core; the runs (a kernel process each) use the other meanwhile, instead of
+    starting when their tests come up in alphabetical order and leaving a core idle until then. Under pytest-xdist
+    every worker collects every test, so none starts them all: each run starts when its test asks for it.
     """
     waiting = [it for it in items if _simulated(it)]
     if not waiting:
         return
     items[:] = [it for it in items if not _simulated(it)] + waiting
-    if not config.getoption("collectonly", False):
+    if not config.getoption("collectonly", False) and not os.environ.get("PYTEST_XDIST_WORKER"):
         import simulated_gpu as sim
 
         config.stash[sim_runs_key] = sim.start_runs(waiting)

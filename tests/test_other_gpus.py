@@ -13,7 +13,8 @@ simulate). Per run:
 (d) every multiple-choice question offers at least two choices, none empty, none twice.
 
 What runs where, to fit ``make test`` on two cores: the T4 runs every notebook (it is where the dtype and the
-SDPA backends change). The A100 runs only the notebooks whose code depends on the GPU, the L4 two of them
+SDPA backends change). They run in ``make test-notebooks``, after the notebooks themselves. The A100 runs only the
+notebooks whose code depends on the GPU, the L4 two of them
 (:data:`L4_NOTEBOOKS`)
 (:func:`depends_on_the_gpu`: the mode, the capability, the dtype, the SDPA backends, the datasheets, device
 "cuda"; over 00-11 that is 01, 07, 09, 10 and 11). Found by what changes, running every notebook on all
@@ -109,8 +110,8 @@ def simulated_runs(request):
     import os
 
     runs = request.config.stash.get(sim_runs_key, None)
-    if runs is None:  # run without the conftest's hook (a lone test): start them now
-        runs = request.config.stash[sim_runs_key] = sim.start_runs(request.session.items)
+    if runs is None:  # a lone test, or a pytest-xdist worker: each run starts when its test asks for it
+        runs = request.config.stash[sim_runs_key] = sim.start_runs([])
     if runs.workers < min(2, os.cpu_count() or 1):
         runs.widen(1)  # the rest of the suite is done: the second core is free
     yield runs
