@@ -13,8 +13,9 @@ simulate). Per run:
 (d) every multiple-choice question offers at least two choices, none empty, none twice.
 
 What runs where, to fit ``make test`` on two cores: the T4 runs every notebook (it is where the dtype and the
-SDPA backends change). They run in ``make test-notebooks``, after the notebooks themselves. The A100 runs only the
-notebooks whose code depends on the GPU, the L4 two of them
+SDPA backends change). ``make test-notebooks`` runs them after the notebooks themselves; ``make test`` in the
+background of the unit tests (the Makefile says why). The A100 runs only the notebooks whose code depends on the
+GPU, the L4 two of them
 (:data:`L4_NOTEBOOKS`)
 (:func:`depends_on_the_gpu`: the mode, the capability, the dtype, the SDPA backends, the datasheets, device
 "cuda"; over 00-11 that is 01, 07, 09, 10 and 11). Found by what changes, running every notebook on all

@@ -29,6 +29,8 @@ COLUMNS = (
     ("ranks", ("two-process run",)),
     ("read", ("read trace",)),
 )
+#: the columns whose runs are counted in brackets
+COUNTED = ("cold", "warm", "CPU", "timed", "ranks")
 #: a fresh process's phases, in the order they happen
 FRESH = ("fresh process start-up", "import torch", "build", "warm-up calls", "unprofiled timing", "profiled steps",
          "table and export")
@@ -76,20 +78,20 @@ def table(rows: list[Breakdown]) -> str:
     """Seconds per notebook and column (runs counted in brackets), then the fresh processes' phases."""
     heads = [c for c, _ in COLUMNS] + ["rest", "total", "compile*"]
     w = max([len(r.notebook) for r in rows] + [8])
-    lines = [f"{'notebook':<{w}}" + "".join(f"{h:>11}" for h in heads)]
 
-    def cell(r: Breakdown, col: str) -> str:
-        v = r.columns.get(col, 0.0)
-        n = r.counts.get(col, 0)
-        return f"{v:6.1f}" + (f" ({n})" if n and col in ("cold", "warm", "CPU", "timed", "ranks") else "    ")
+    def cell(v: float, n: int = 0) -> str:  # seconds, then the count (or room for one): 11 characters
+        return f"{v:7.1f}" + (f" ({n})" if n else "").ljust(4)[:4] if n < 10 else f"{v:7.1f}({n})"
 
+    lines = [f"{'notebook':<{w}}" + "".join(f"{h:>7}    " for h in heads)]
     for r in rows:
-        lines.append(f"{r.notebook:<{w}}" + "".join(f"{cell(r, c):>11}" for c, _ in COLUMNS)
-                     + f"{r.rest:>11.1f}{r.total:>11.1f}{r.compile:>11.1f}")
+        lines.append(f"{r.notebook:<{w}}"
+                     + "".join(cell(r.columns.get(c, 0.0), r.counts.get(c, 0) if c in COUNTED else 0)
+                               for c, _ in COLUMNS)
+                     + cell(r.rest) + cell(r.total) + cell(r.compile))
     sums = {c: sum(r.columns.get(c, 0.0) for r in rows) for c, _ in COLUMNS}
-    lines.append(f"{'total':<{w}}" + "".join(f"{sums[c]:>11.1f}" for c, _ in COLUMNS)
-                 + f"{sum(r.rest for r in rows):>11.1f}{sum(r.total for r in rows):>11.1f}"
-                 + f"{sum(r.compile for r in rows):>11.1f}")
+    lines.append(f"{'total':<{w}}" + "".join(cell(sums[c]) for c, _ in COLUMNS)
+                 + cell(sum(r.rest for r in rows)) + cell(sum(r.total for r in rows))
+                 + cell(sum(r.compile for r in rows)))
     lines.append("(n): runs or timings; compile*: the warm-up calls of compiled runs, inside 'warm'")
     fresh = defaultdict(float)
     for r in rows:
@@ -99,4 +101,4 @@ def table(rows: list[Breakdown]) -> str:
         n = sum(r.counts.get("cold", 0) for r in rows)
         lines.append(f"the {n} cold runs' fresh processes, summed: "
                      + "; ".join(f"{k} {fresh[k]:.1f} s" for k in FRESH if k in fresh))
-    return "\n".join(lines)
+    return "\n".join(ln.rstrip() for ln in lines)
