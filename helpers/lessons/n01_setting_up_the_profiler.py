@@ -156,6 +156,21 @@ def _cost_grade(answer, flat, batched, e_flat: Estimate, e_batched: Estimate) ->
     return g, ratio, f"{ops:.1f}x"
 
 
+#: a ratio of the two extras below this, at a quartile, means the extra vanished into the noise there
+LOST_IN_NOISE = 0.1
+
+
+def ratio_span(ratio) -> str:
+    """The ratio of the two extras by its quartiles, in words.
+
+    On a busy machine the smaller extra can vanish into the noise in some rounds: the ratio's lower bound then
+    falls towards zero, which says "lost in the noise", not a ratio to read.
+    """
+    if ratio.lo >= LOST_IN_NOISE:
+        return f"between {ratio.lo:.1f}x and {ratio.hi:.1f}x by the quartiles"
+    return f"up to {ratio.hi:.1f}x by the quartiles; at the low end the extra was lost in this machine's noise"
+
+
 def why_cost(flat, batched) -> None:
     """01.why-cost: does the profiler's extra time per call grow with the ops a call dispatches?"""
     e_flat, e_batched = _shared.profiler_extra(flat), _shared.profiler_extra(batched)
@@ -183,7 +198,7 @@ def why_cost(flat, batched) -> None:
         said = g.actual.split(": ")[1] if g.conclusive else None
         return widgets.grade(
             g, f"The profiler's extra time per call went from <b>{us(e_flat.mid)}</b> to <b>{us(e_batched.mid)}</b>, "
-            f"<b>{ratio.mid:.1f}x</b> (between {ratio.lo:.1f}x and {ratio.hi:.1f}x by the quartiles), when the ops per "
+            f"<b>{ratio.mid:.1f}x</b> ({ratio_span(ratio)}), when the ops per "
             f"call went up {ops}. A fixed cost per call predicts about 1x; a cost per recorded event and nothing "
             f"else predicts {ops}."
             + (f" The hypothesis that survives on this machine: {said}." if said else "")
