@@ -118,8 +118,8 @@ def environment() -> Environment:
     mode = "live" if has_gpu and forced != "recorded" else "recorded"
     gpu = cap = mem = sms = None
     if props is not None:
-        p = props
-        gpu, cap, mem, sms = p.name, (p.major, p.minor), p.total_memory / 2**30, p.multi_processor_count
+        gpu, cap, mem, sms = (props.name, (props.major, props.minor), props.total_memory / 2**30,
+                              props.multi_processor_count)
     ref = None
     if mode == "recorded":
         try:
