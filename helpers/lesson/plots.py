@@ -156,6 +156,16 @@ def _gaps(spans: list[tuple[float, float]], lo: float, hi: float) -> list[tuple[
     return [(s, e) for s, e in out if e > s]
 
 
+def size_axes(ax, sizes: Sequence[int]) -> None:
+    """A size sweep's axes: matrix sizes on a log-2 axis, one tick each, times on a log axis (notebooks 02, 04)."""
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(list(sizes))
+    ax.set_xticklabels([str(s) for s in sizes])
+    ax.set_xlabel("matrix size n (n x n)")
+    ax.set_ylabel("time over the recorded steps (us)")
+
+
 def sweep(sizes: Sequence[int], cpu_us: Sequence[float], gpu_us: Sequence[float], *,
           threshold: float = facts.GPU_BOUND_RATIO, title: str = "", ax=None,
           cpu_without_sync_us: Sequence[float] | None = None):
@@ -173,12 +183,7 @@ def sweep(sizes: Sequence[int], cpu_us: Sequence[float], gpu_us: Sequence[float]
     if cpu_without_sync_us is not None:
         ax.plot(sizes, cpu_without_sync_us, "o--", color="#fdae6b", label="self CPU time without the final synchronize")
     ax.plot(sizes, gpu_us, "s-", color="#3182bd", label="GPU time (kernels)")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xticks(list(sizes))
-    ax.set_xticklabels([str(s) for s in sizes])
-    ax.set_xlabel("matrix size n (n x n)")
-    ax.set_ylabel("time over the recorded steps (us)")
+    size_axes(ax, sizes)
     cross = crossover(sizes, cpu_us, gpu_us, threshold)
     if cross is not None:
         ax.axvline(cross, color="#555", ls="--", lw=1)
@@ -589,7 +594,6 @@ def roofline(r, *, labels: int = 8, title: str = "", ax=None):
     drawn = [p for p in r.points if p.flops > 0 and p.achieved_tflops > 0 and math.isfinite(p.intensity)]
     left_out = len(r.points) - len(drawn)
     xs = [p.intensity for p in drawn]
-    ys = [p.achieved_tflops for p in drawn]
     lo_x = min(xs + [0.1]) / 3
     hi_x = max(xs + [2000.0]) * 30  # room for the labels on the right
     if r.peaks is not None:

@@ -193,12 +193,7 @@ def _figure(sweep, sizes, total, own, gpu, cross):
     ax.plot(sizes, gpu, "s-", color="#3182bd", label="GPU time (kernels, copies, fills)")
     ax.plot(sizes, [THRESHOLD * o for o in own], ":", color="#e6550d", lw=1,
             label=f"{THRESHOLD:.0%} of the CPU's own time (the line)")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xticks(list(sizes))
-    ax.set_xticklabels([str(s) for s in sizes])
-    ax.set_xlabel("matrix size n (n x n)")
-    ax.set_ylabel("time over the recorded steps (us)")
+    plots.size_axes(ax, sizes)
     if cross is not None:
         ax.axvline(cross, color="#555", ls="--", lw=1)
         ax.text(cross, ax.get_ylim()[1], f" GPU-bound from about n={cross:.0f}", va="top", fontsize=8)

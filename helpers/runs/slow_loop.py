@@ -145,9 +145,9 @@ def _build_loop(device, dtype, batch, dim, hidden, layers, work, loader, sync, c
 
 
 def _loop_bytes(p: Params, s: int) -> int:
-    weights = p["layers"] * 2 * p["dim"] * p["hidden"] + 10 * p["dim"]
-    acts = p["batch"] * (p["dim"] + 2 * p["hidden"]) * p["layers"] * 2
-    return 4 * (4 * weights + acts) + 16 * 4 * p["batch"] * p["dim"]  # + batches in flight, pinned or not
+    from .training import _train_bytes  # notebook 12's step: the same MLP, AdamW and activations
+
+    return _train_bytes(p, s) + 16 * 4 * p["batch"] * p["dim"]  # + batches in flight, pinned or not
 
 
 KINDS["loop"] = Kind(
