@@ -33,15 +33,24 @@ ROOTFLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: $(STAMP)
 	cd notebooks && ../$(VENV)/bin/jupyter lab --port=$(PORT) $(ROOTFLAG) 00_before_we_start.ipynb
 
+# Before the tests: the kernels' quiet IPython profile (helpers/classroom/lab_setup.py), and the helpers' bytecode.
+# Where Python is told not to write bytecode (PYTHONDONTWRITEBYTECODE, as on some CI images and GPU hosts), every
+# process the tests start (each notebook's kernel, each command line run, each rank) would compile the helpers again,
+# 0.1 to 0.2 s apiece; compileall writes it once, and is a quick no-op when it is there already.
+define PREPARE
+@$(PY) -m helpers.classroom.lab_setup --quiet-profile .cache/ipython
+@$(PY) -m compileall -q -j0 helpers tests
+endef
+
 # Recorded mode and default answers: what CI checks, the same on every machine.
 # The two suites side by side (--output-sync prints each suite's output whole, when it ends): the notebooks' kernels
 # (nbval) on one core; on the other the unit tests in one process, the notebooks on simulated GPUs starting in its
 # background and taking two workers once the unit tests are done (tests/conftest.py). On two cores this packs the
 # work tighter than pytest-xdist beside nbval and then the simulated GPUs (a fresh clone's make test took 6 min 28 s
 # that way, 2026-12-01).
-# The quiet IPython profile is written once first.
+# PREPARE runs once first, so that the two suites do not both write the bytecode.
 test: $(STAMP)
-	@$(PY) -m helpers.classroom.lab_setup --quiet-profile .cache/ipython
+	$(PREPARE)
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-unit test-notebooks UNIT_ARGS="tests" SIMULATED=""
 
 # HYPOTHESIS_PROFILE=ci: the property tests run the same examples every time (tests/conftest.py).
@@ -51,7 +60,7 @@ test: $(STAMP)
 UNIT_ARGS ?= -n auto -p no:benchmark tests --ignore=tests/test_other_gpus.py
 SIMULATED ?= tests/test_other_gpus.py
 test-unit: $(STAMP)
-	@$(PY) -m helpers.classroom.lab_setup --quiet-profile .cache/ipython
+	$(PREPARE)
 	IPYTHONDIR=$(CURDIR)/.cache/ipython PROFILING_MODE=recorded PROFILING_HEADLESS=1 HYPOTHESIS_PROFILE=ci \
 	  $(PY) -m pytest -q -p no:cacheprovider $(UNIT_ARGS)
 
@@ -60,7 +69,7 @@ test-unit: $(STAMP)
 # L4, an A100: tests/test_other_gpus.py), unless NOTEBOOKS names some (or make test runs them with the unit tests).
 test-notebooks: $(STAMP)
 	@mkdir -p .cache && rm -f .cache/journal-test.json
-	@$(PY) -m helpers.classroom.lab_setup --quiet-profile .cache/ipython
+	$(PREPARE)
 	IPYTHONDIR=$(CURDIR)/.cache/ipython PROFILING_MODE=recorded PROFILING_HEADLESS=1 PROFILING_LEAK_CHECK=1 PROFILING_JOURNAL=$(CURDIR)/.cache/journal-test.json \
 	  PYTHONPATH=$(CURDIR)/tests:$(CURDIR) $(PY) -m pytest -q -p no:cacheprovider -p series_leaks --nbval-lax --nbval-current-env \
 	  --nbval-sanitize-with notebooks/sanitize.cfg $(or $(NOTEBOOKS),notebooks)

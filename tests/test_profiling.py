@@ -131,3 +131,16 @@ def test_a_dataloader_step_is_not_timed_alone_and_a_stale_timing_goes(tmp_path):
     run = profile(w, warm=True, on="cpu", out_dir=tmp_path)
     assert run.tag == tag and run.timing is None and not stale.exists()
     assert profile(matmul_add(8), warm=True, on="cpu", out_dir=tmp_path).timing is not None
+
+
+def test_a_run_whose_timing_nobody_reads_is_not_timed(tmp_path):
+    """profile(timed=False): a warm CPU run is profiled as usual, not timed alone first, and a timing an earlier run
+    of the same tag left is not read as this run's."""
+    pytest.importorskip("torch")
+    from helpers.runs.timing import timing_path
+
+    timed = profile(matmul_add(16), warm=True, on="cpu", out_dir=tmp_path, schedule=Schedule(1, 1, 3))
+    assert timed.timing is not None and timing_path(timed.trace_path).exists()
+    bare = profile(matmul_add(16), warm=True, on="cpu", out_dir=tmp_path, schedule=Schedule(1, 1, 3), timed=False)
+    assert bare.tag == timed.tag and bare.timing is None and not timing_path(bare.trace_path).exists()
+    assert len(facts.steps(bare.trace)) == 3 and bare.cpu_per_call.n == 2  # the trace as before

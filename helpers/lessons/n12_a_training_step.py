@@ -474,7 +474,7 @@ def exercise_optimizer_ops(cpu_run) -> None:
     from ..runs.training import train_step
 
     def solution():
-        a = profile(train_step(batch=64, dim=256, hidden=512, optimizer="loop"), warm=True, on="cpu")
+        a = profile(train_step(batch=64, dim=256, hidden=512, optimizer="loop"), warm=True, on="cpu", timed=False)
         oa, ob = PerStep(a), PerStep(cpu_run)
         t = cpu_run.trace
         first = next((i for i in range(len(t)) if t.name_of(i).startswith("aten::_foreach_")), None)

@@ -26,7 +26,7 @@ from .reference import ReferenceSet, reference_set
 from .runner import native_log_filter
 from .stopwatch import phase
 from .tags import ARTICLE, Schedule, scenario_key, slug, tag_for
-from .timing import Timing
+from .timing import Timing, timing_path
 from ..reader.trace import Trace, read_trace
 from .workload import Workload, check_fits, custom, fit, pick_dtype
 
@@ -98,7 +98,7 @@ class ProfileRun:
 
 def profile(w: Workload, *, warm: bool = False, compile: bool = False, compile_mode: str | None = None,
             schedule: Schedule = ARTICLE, on: str = "auto", out_dir: str | os.PathLike | None = None,
-            step_down: bool = True, threads: int | None = 1) -> ProfileRun:
+            step_down: bool = True, threads: int | None = 1, timed: bool = True) -> ProfileRun:
     """Profile a workload: live on this GPU, live on the CPU, or from the reference set.
 
     ``on="auto"`` follows the mode (live with a GPU, recorded without);
@@ -107,7 +107,9 @@ def profile(w: Workload, *, warm: bool = False, compile: bool = False, compile_m
     default: a small op spread over every core waits for the slowest, and on
     a laptop doing other work that one is often busy; ``None`` keeps torch's
     setting). A workload too large for the free GPU memory steps down to one
-    that fits, with a note, unless ``step_down=False``.
+    that fits, with a note, unless ``step_down=False``. A warm run made here is first timed without the
+    profiler (:mod:`helpers.runs.timing`), unless ``timed=False``: for a run whose trace is all the lesson
+    reads, that timing is time spent for nothing (on one CPU thread, seconds for a large multiply).
     """
     if on not in ("auto", "cpu", "gpu"):
         raise ValueError("on= must be 'auto', 'cpu' or 'gpu'")
@@ -118,17 +120,17 @@ def profile(w: Workload, *, warm: bool = False, compile: bool = False, compile_m
         if threads:
             torch.set_num_threads(threads)
         try:
-            return _profile_here(w, "cpu", warm, compile, compile_mode, schedule, out_dir, step_down)
+            return _profile_here(w, "cpu", warm, compile, compile_mode, schedule, out_dir, step_down, timed)
         finally:
             torch.set_num_threads(before)
     if environment().live:
-        return _profile_here(w, "cuda", warm, compile, compile_mode, schedule, out_dir, step_down)
+        return _profile_here(w, "cuda", warm, compile, compile_mode, schedule, out_dir, step_down, timed)
     if on == "gpu":
         raise ModeError("This cell needs a CUDA GPU, and torch sees none here.")
     return recorded(w, warm=warm, compile=compile, compile_mode=compile_mode, schedule=schedule)
 
 
-def _profile_here(w, device, warm, compile, compile_mode, schedule, out_dir, step_down) -> ProfileRun:
+def _profile_here(w, device, warm, compile, compile_mode, schedule, out_dir, step_down, timed=True) -> ProfileRun:
     notes: list[str] = []
     if device == "cuda":
         e = environment()
@@ -145,10 +147,14 @@ def _profile_here(w, device, warm, compile, compile_mode, schedule, out_dir, ste
     out = Path(out_dir) if out_dir else runner.RUNS / slug(name)
     fresh = device == "cuda" and not warm
     run = runner.run_fresh if fresh else runner.run_live
+    extra = {}
+    if not timed and not fresh:  # nor a timing that an earlier run of this tag left, read as if it were this run's
+        timing_path(out / f"{tag_for(w, dtype, warm, compile, schedule, compile_mode)}.json").unlink(missing_ok=True)
+        extra["timing"] = False
     kind = "cold run (fresh process)" if fresh else f"{'warm' if warm else 'cold'} run on the {device.upper()}"
     with phase(kind, f"{w.label}{' compiled' if compile else ''}"):
         table, path, secs = run(w, device, dtype, warm=warm, compile=compile, compile_mode=compile_mode,
-                                schedule=schedule, out_dir=out)
+                                schedule=schedule, out_dir=out, **extra)
     return ProfileRun(path.stem, "live" if device == "cuda" else "cpu", name, dtype, w, warm, compile,
                       compile_mode, schedule, table, path, f"recorded now on {name}", notes, secs)
 
