@@ -21,6 +21,7 @@ import gzip
 import json
 import math
 import os
+import pickle
 import random
 import re
 import sys
@@ -89,16 +90,17 @@ damage = st.one_of(
     st.tuples(st.just("flip"), st.floats(min_value=0, max_value=1), st.integers(min_value=0, max_value=255)),
 )
 
-_docs: dict[Path, dict] = {}
+_docs: dict[Path, bytes] = {}
 
 
 def base(path: Path) -> dict:
+    """A fresh copy of the parsed trace for each example (a pickle round trip: ten times faster than deepcopy)."""
     if path not in _docs:
         if not path.exists():
             pytest.skip(f"{path.parent} is absent: the external traces live beside the clone in CI")
         data = gzip.open(path).read() if path.suffix == ".gz" else path.read_bytes()
-        _docs[path] = json.loads(data)
-    return copy.deepcopy(_docs[path])
+        _docs[path] = pickle.dumps(json.loads(data), protocol=pickle.HIGHEST_PROTOCOL)
+    return pickle.loads(_docs[path])
 
 
 def mutate(doc, ops: list) -> object:

@@ -74,24 +74,32 @@ def timeline(trace: Trace, window: tuple[float, float] | None = None, *, arrows:
     def x(t: float) -> float:
         return (t - lo) / k
 
+    # One set of bars per row and colour, not one per event: a step of a training trace holds thousands of
+    # events, and matplotlib lays out and draws each artist on its own (notebook 17 spent most of its time there).
+    bars: dict[tuple[int, str], list[tuple[float, float]]] = {}
     for i in cpu:
         y = depth[i]
-        ax.broken_barh([(x(trace.ts[i]), trace.dur[i] / k)], (y - 0.4, 0.8),
-                       facecolors=GROUP_COLORS[trace.group_of(i)], edgecolors="white", linewidth=0.5)
+        bars.setdefault((y, GROUP_COLORS[trace.group_of(i)]), []).append((x(trace.ts[i]), trace.dur[i] / k))
         if trace.dur[i] / span > label_min:
             name = trace.name_of(i)
             ax.text(x(trace.ts[i]) + 0.004 * span / k, y, name if len(name) < 40 else name[:37] + "...",
                     va="center", ha="left", fontsize=7, clip_on=True)
+    for (y, color), xs in bars.items():
+        ax.broken_barh(xs, (y - 0.4, 0.8), facecolors=color, edgecolors="white", linewidth=0.5)
     for ln in gpu_lanes:
         y = gpu_row[ln]
         mine = [j for j in work if trace.lane[j] == ln]
-        for s, e in _gaps(lane_spans(trace, mine), lo, hi):
-            ax.broken_barh([(x(s), (e - s) / k)], (y - 0.45, 0.9), facecolors="#fde0dd", hatch="///",
-                           edgecolors="#fbb4ae", linewidth=0)
+        idle = [(x(s), (e - s) / k) for s, e in _gaps(lane_spans(trace, mine), lo, hi)]
+        if idle:
+            ax.broken_barh(idle, (y - 0.45, 0.9), facecolors="#fde0dd", hatch="///", edgecolors="#fbb4ae",
+                           linewidth=0)
+        by_kind: dict[str, list[tuple[float, float]]] = {}
         for j in mine:
-            kind = facts.kind_of(trace, j)
-            ax.broken_barh([(x(trace.ts[j]), max(trace.dur[j], span * 0.002) / k)], (y - 0.4, 0.8),
-                           facecolors=KIND_COLORS.get(kind, "#636363"), edgecolors="black", linewidth=0.3)
+            by_kind.setdefault(facts.kind_of(trace, j), []).append(
+                (x(trace.ts[j]), max(trace.dur[j], span * 0.002) / k))
+        for kind, xs in by_kind.items():
+            ax.broken_barh(xs, (y - 0.4, 0.8), facecolors=KIND_COLORS.get(kind, "#636363"), edgecolors="black",
+                           linewidth=0.3)
     if arrows:
         for j in work:
             i = trace.launch_of(j)
@@ -542,6 +550,7 @@ def ranks(traces: Sequence[Trace], shifts_us: Sequence[float], window: tuple[flo
         for ln in sorted({t.lane[j] for j in work}):
             y = len(rows)
             rows.append(f"rank {r}: {t.lanes[ln].label}")
+            bars: dict[str, list[tuple[float, float]]] = {}  # one set of bars per colour (timeline says why)
             for j in work:
                 if t.lane[j] != ln:
                     continue
@@ -550,8 +559,9 @@ def ranks(traces: Sequence[Trace], shifts_us: Sequence[float], window: tuple[flo
                     continue
                 color = KIND_COLORS[kk.COLLECTIVE] if j in coll else "#3182bd"
                 drawn.add("collective" if j in coll else "GPU compute")
-                ax.broken_barh([((s - lo) / k, max(t.dur[j], (hi - lo) * 0.002) / k)], (y - 0.4, 0.8),
-                               facecolors=color, edgecolors="black", linewidth=0.2)
+                bars.setdefault(color, []).append(((s - lo) / k, max(t.dur[j], (hi - lo) * 0.002) / k))
+            for color, xs in bars.items():
+                ax.broken_barh(xs, (y - 0.4, 0.8), facecolors=color, edgecolors="black", linewidth=0.2)
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels(rows, fontsize=8)
     ax.set_ylim(len(rows) - 0.4, -0.6)
