@@ -126,6 +126,7 @@ def _simulated(item) -> bool:
     return getattr(item, "originalname", None) == "test_notebook_on_a_simulated_gpu"
 
 
+@pytest.hookimpl(trylast=True)  # after -k and -m have deselected: only the runs of the tests that will run start
 def pytest_collection_modifyitems(session, config, items):
     """Put the tests that wait for simulated notebook runs last, and start those runs now on one worker.
 

@@ -358,9 +358,12 @@ def install(spec: dict[str, Any]) -> None:
         sys.path.insert(0, root)  # what the notebook's first cell does: this clone's helpers, nothing else
     import torch
 
-    from helpers.runs import mode, runner
+    from helpers.runs import ddp, mode, runner
 
-    runner.RUNS = Path(spec["runs"])  # a scratch folder, not the clone's traces/runs
+    # Scratch folders, not the clone's traces/runs: nbval runs the same notebooks beside these runs in make test,
+    # and notebook 15's pairs over gloo would otherwise be written to, and removed from, one folder by both.
+    runner.RUNS = Path(spec["runs"])
+    ddp.RUNS = Path(spec["runs"]) / "ddp"
     _log_questions(Path(spec["questions"]))
     if spec["gpu"] is not None:
         gpu = SimulatedGPU(**{**spec["gpu"], "capability": tuple(spec["gpu"]["capability"])})
@@ -408,6 +411,7 @@ class NotebookRun:
     error: str | None  # the failing cell's error, when a cell failed
     seconds: float
     installed: dict[str, Any] = field(default_factory=dict)
+    workdir: Path | None = None  # the run's scratch folder (its runs/ hold what the notebook recorded)
 
     @property
     def name(self) -> str:
@@ -457,7 +461,7 @@ def run_notebook(path: Path, gpu: SimulatedGPU | None, workdir: Path, timeout: i
     return NotebookRun(path, gpu.key if gpu else "recorded", nb,
                        json.loads(journal.read_text()) if journal.is_file() else {},
                        [json.loads(line) for line in questions.read_text().splitlines()] if questions.is_file() else [],
-                       error, seconds, done)
+                       error, seconds, done, workdir)
 
 
 # --- reading a run --------------------------------------------------------------------------------

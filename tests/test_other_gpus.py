@@ -152,6 +152,9 @@ def test_notebook_on_a_simulated_gpu(gpu, path, simulated_runs):
     assert run.installed.get("gpu") == GPUS[gpu].name, f"the kernel was not on the simulated {gpu}: {run.installed}"
     found = problems(run, GPUS[gpu])
     assert not found, f"{path.name} on a simulated {gpu}:\n  " + "\n  ".join(found)
+    if path.name.startswith("15"):  # its pairs over gloo went to the run's scratch folder, not the clone's
+        assert all((run.workdir / "runs" / "ddp" / f"{name}-cpu" / "rank0.json").is_file()
+                   for name in ("base", "straggler")), sorted(p.name for p in (run.workdir / "runs").rglob("*"))
 
 
 # --- the harness itself: its rules and its checks, without a kernel -----------------------------------

@@ -63,9 +63,11 @@ def _torchrun() -> list[str]:
     return [exe] if exe else [sys.executable, "-m", "torch.distributed.run"]
 
 
-def run(name: str = "base", *, gpus: int | None = None, out_root: Path = RUNS, quiet: bool = False,
+def run(name: str = "base", *, gpus: int | None = None, out_root: Path | None = None, quiet: bool = False,
         timeout: float = 600) -> RankRun:
-    """Run scenario ``name`` with two ranks here and wait for it; NCCL on two GPUs, else gloo on the CPU."""
+    """Run scenario ``name`` with two ranks here and wait for it; NCCL on two GPUs, else gloo on the CPU.
+
+    The pair goes under ``out_root`` (by default :data:`RUNS`, read when the run starts)."""
     import torch  # to count and name GPUs: the ranks run in their own processes
 
     if name not in SCENARIOS:
@@ -73,7 +75,7 @@ def run(name: str = "base", *, gpus: int | None = None, out_root: Path = RUNS, q
     have = gpu_count() if gpus is None else gpus
     nproc = 2
     backend = "nccl" if have >= nproc else "gloo"
-    out = out_root / (name if backend == "nccl" else f"{name}-cpu")
+    out = (out_root or RUNS) / (name if backend == "nccl" else f"{name}-cpu")
     shutil.rmtree(out, ignore_errors=True)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     if backend == "gloo":
