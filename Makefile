@@ -16,12 +16,16 @@ STAMP  := $(VENV)/.installed
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv --system-site-packages $(VENV)
-	@$(PY) -m pip install -q --disable-pip-version-check --upgrade pip 2>&1 | grep -v 'is ignored' || true
+	@# pip 21.3 or newer installs this project from its pyproject.toml alone (PEP 660); an older one is upgraded first
+	@$(PY) -c "import pip, sys; sys.exit(tuple(int(x) for x in pip.__version__.split('.')[:2]) < (21, 3))" 2>/dev/null \
+	  || $(PY) -m pip install -q --disable-pip-version-check --upgrade pip 2>&1 | grep -v 'is ignored' || true
 	@$(PY) -c "import torch" 2>/dev/null || { echo "installing $(TORCH)"; \
 	  $(PY) -m pip install -q --disable-pip-version-check "$(TORCH)" 2>&1 | grep -v 'is ignored' || true; }
 	@# PYTHONWARNINGS: setuptools warns about editable installs on every first set-up; nothing to act on
 	@PYTHONWARNINGS=ignore $(PY) -m pip install -q --disable-pip-version-check -e ".[notebooks,test]" 2>&1 | grep -v 'is ignored' || true
-	@$(PY) -c "import torch, jupyterlab, ipywidgets, matplotlib, nbval, msgspec, helpers" \
+	@# JupyterLab is looked for, not imported: importing its server costs seconds here and make lab starts it anyway
+	@$(PY) -c "import importlib.util, torch, ipywidgets, matplotlib, nbval, msgspec, helpers; \
+	  assert importlib.util.find_spec('jupyterlab'), 'no jupyterlab'" \
 	  || { echo "set-up failed: see the pip output above"; exit 1; }
 	@# Kernels that say "run the cells above first"; no news pop-up over the reveals (helpers/classroom/lab_setup.py)
 	@$(PY) -m helpers.classroom.lab_setup
