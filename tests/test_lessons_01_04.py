@@ -53,7 +53,6 @@ def test_why_cost_inconclusive_when_an_extra_reaches_zero():
     assert g.status == measure.INCONCLUSIVE and ratio is None and "reaches zero" in g.why
 
 
-
 def test_why_cost_says_lost_in_the_noise_instead_of_a_ratio_near_zero():
     """Two pytest workers beside busy cores: the smaller extra vanished in some rounds, and the reveal printed a
     lower bound of 0.01x, a ratio nobody should read."""
@@ -62,6 +61,7 @@ def test_why_cost_says_lost_in_the_noise_instead_of_a_ratio_near_zero():
     assert "0.0" not in text and "8.9x" in text and "lost in this machine's noise" in text
     assert n01.ratio_span(measure.Estimate(mid=2.0, lo=1.6, hi=2.4, n=9, unit="x")) == \
         "between 1.6x and 2.4x by the quartiles"
+
 
 # --- one figure read from one trace ----------------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ from .reference import ReferenceSet, reference_set
 from .runner import native_log_filter
 from .stopwatch import phase
 from .tags import ARTICLE, Schedule, scenario_key, slug, tag_for
-from .timing import Timing, timing_path
+from .timing import Timing
 from ..reader.trace import Trace, read_trace
 from .workload import Workload, check_fits, custom, fit, pick_dtype
 
@@ -147,10 +147,7 @@ def _profile_here(w, device, warm, compile, compile_mode, schedule, out_dir, ste
     out = Path(out_dir) if out_dir else runner.RUNS / slug(name)
     fresh = device == "cuda" and not warm
     run = runner.run_fresh if fresh else runner.run_live
-    extra = {}
-    if not timed and not fresh:  # nor a timing that an earlier run of this tag left, read as if it were this run's
-        timing_path(out / f"{tag_for(w, dtype, warm, compile, schedule, compile_mode)}.json").unlink(missing_ok=True)
-        extra["timing"] = False
+    extra = {} if fresh or timed else {"timing": None}  # a cold run in a fresh process is never timed
     kind = "cold run (fresh process)" if fresh else f"{'warm' if warm else 'cold'} run on the {device.upper()}"
     with phase(kind, f"{w.label}{' compiled' if compile else ''}"):
         table, path, secs = run(w, device, dtype, warm=warm, compile=compile, compile_mode=compile_mode,

@@ -67,11 +67,13 @@ def _fd2_filtered():
 
 
 def run_live(w: Workload, device: str, dtype: str, *, warm: bool, compile: bool,
-             compile_mode: str | None, schedule: Schedule, out_dir: Path, timing: bool = True) -> tuple[str, Path, float]:
+             compile_mode: str | None, schedule: Schedule, out_dir: Path,
+             timing: bool | None = True) -> tuple[str, Path, float]:
     """Profile ``w`` in this process; returns the table, the trace path and the seconds taken.
 
-    ``timing=False`` leaves the unprofiled timing to someone else (the recorder times in a fresh process); a
-    workload whose kind is not timed (``Kind.timed``) is never timed, and a timing an earlier run left is removed.
+    ``timing=False`` leaves the unprofiled timing to someone else (the recorder times in a fresh process);
+    ``timing=None`` wants none (the lesson reads only the trace). Then, and for a workload whose kind is not timed
+    (``Kind.timed``), the run is not timed and a timing an earlier run of the tag left is removed.
     """
     with phase("import torch"):
         import torch
@@ -83,7 +85,7 @@ def run_live(w: Workload, device: str, dtype: str, *, warm: bool, compile: bool,
         torch._dynamo.reset()  # each scenario gets its own static-shape graph, as in the article
         fn = torch.compile(fn, mode=compile_mode)
     tag = tag_for(w, dtype, warm, compile, schedule, compile_mode)
-    if not w.timed:
+    if timing is None or not w.timed:
         timing = False
         timing_path(out_dir / f"{tag}.json").unlink(missing_ok=True)
     table, path = profile_callable(fn, args, label=w.label, tag=tag, out_dir=out_dir, cuda=device == "cuda",
