@@ -8,9 +8,25 @@ recordings), ``helpers.facts`` (what a trace says), ``helpers.lesson.plots``,
 README.md lists every module.
 """
 
+from enum import Enum
 from pathlib import Path
 
 __version__ = "0.1.0"
 
 #: the repository: notebooks/, traces/ and helpers/ itself
 ROOT = Path(__file__).resolve().parent.parent
+
+
+class Word(str, Enum):
+    """An enum whose members are words: ``Status.HELD == "held"``, and JSON, ``str()`` and f-strings give the word.
+
+    The statuses, rule ids and severities are such enums, so that a typo is an error where it is written while the
+    journals and ``--json`` keep the words they always held (Python 3.11's ``StrEnum``, on every Python the series
+    supports).
+    """
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)

@@ -311,7 +311,7 @@ def _log_questions(log: Path) -> None:
             ask(qid, prompt, reveal=kept, default=default, choices=choices, unit=unit, kind=kind, **kw)
         finally:
             entry = {"qid": qid, "prompt": prompt, "choices": choices, "default": default, "unit": unit,
-                     "kind": kind, "hit": returned[-1] if returned else None, "revealed": bool(returned),
+                     "kind": kind, "hit": returned[-1].hit if returned else None, "revealed": bool(returned),
                      "verdicts": list(given)}
             with open(log, "a") as f:
                 f.write(json.dumps(entry, default=str) + "\n")

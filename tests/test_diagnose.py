@@ -8,7 +8,8 @@ import sys
 
 
 from conftest import ROOT
-from helpers.advice.diagnose import ISSUE, diagnose
+from helpers.advice.diagnose import diagnose
+from helpers.advice.findings import Severity
 from helpers.reader.trace import read_trace
 
 
@@ -19,14 +20,14 @@ def rules(h200, tag):
 def test_overhead_bound_at_64(h200):
     found = rules(h200, "64_bf16_cold_eager")
     f = found["cpu-bound"]
-    assert f.severity == ISSUE and f.notebook == "02"
+    assert f.severity == Severity.ISSUE and f.notebook == "02"
     assert any("GPU time" in e for e in f.evidence)
     assert "gpu-bound" not in found
 
 
 def test_compute_bound_at_4096_is_only_a_note(h200):
     found = rules(h200, "4096_bf16_warm_eager")
-    assert "cpu-bound" not in found and found["gpu-bound"].severity != ISSUE
+    assert "cpu-bound" not in found and found["gpu-bound"].severity != Severity.ISSUE
 
 
 def test_cold_first_step_without_warmup(h200):
@@ -54,7 +55,7 @@ def test_compile_tax_on_tiny_work(h200):
 def test_issues_come_first(h200):
     found = diagnose(read_trace(h200 / "64_bf16_warm_compile.json"))
     sev = [f.severity for f in found]
-    assert sev == sorted(sev, key=lambda s: s != ISSUE)
+    assert sev == sorted(sev, key=lambda s: s != Severity.ISSUE)
 
 
 def test_every_external_trace(external):
@@ -125,7 +126,7 @@ def _compiled_cpu_trace(tmp_path, break_graph: bool):
 def test_recompile_is_read_from_the_region_names(tmp_path):
     found = {f.rule: f for f in diagnose(_compiled_cpu_trace(tmp_path, break_graph=False))}
     assert "recompiles" in found and "0/1" in found["recompiles"].evidence[0]
-    assert found["recompiles"].severity == ISSUE
+    assert found["recompiles"].severity == Severity.ISSUE
 
 
 def test_graph_break_is_not_called_a_recompile(tmp_path):

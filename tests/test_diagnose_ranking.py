@@ -15,7 +15,7 @@ import pytest
 from conftest import EXTERNAL, H200, ROOT
 from helpers import facts
 from helpers.advice.diagnose import diagnose, first_line, text
-from helpers.advice.findings import CAUSES_OF_IDLE, GPU_SIDE, ISSUE, NOTE, NOTE_BELOW
+from helpers.advice.findings import CAUSES_OF_IDLE, GPU_SIDE, NOTE_BELOW, Severity
 from helpers.advice.distributed import diagnose_ranks
 from helpers.facts.ranks import read_ranks
 from helpers.runs.slow_loop import FIXES, slow_loop
@@ -198,13 +198,13 @@ def test_findings_are_ranked_by_what_they_account_for():
     for path in _all_single():
         got = found(path)
         sev = [f.severity for f in got]
-        assert sev == sorted(sev, key=lambda s: s != ISSUE), path
+        assert sev == sorted(sev, key=lambda s: s != Severity.ISSUE), path
         for f in got:
-            if f.severity == ISSUE and f.share is not None:
+            if f.severity == Severity.ISSUE and f.share is not None:
                 assert f.share >= NOTE_BELOW, (path, f.rule)  # a small issue is a note
             if f.share is not None:
                 assert 0.0 <= f.share <= 1.0 and f.base and f.amount.startswith(f"{f.share:.0%} of ")
-        sized = [f for f in got if f.severity == ISSUE and f.share is not None
+        sized = [f for f in got if f.severity == Severity.ISSUE and f.share is not None
                  and f.rule not in CAUSES_OF_IDLE + GPU_SIDE + ("cpu-bound",)]
         assert [f.share for f in sized] == sorted((f.share for f in sized), reverse=True), path
         rules = [f.rule for f in got]
@@ -231,8 +231,9 @@ def test_the_first_line_names_the_one_thing_to_look_at_first():
     assert line.startswith("Look first at: Input-bound") and f"{got[0].share:.0%} of the recorded window" in line
     assert text(got).splitlines()[0] == line
     # the input-bound trace's other issues are notes: each accounts for under NOTE_BELOW of the window
-    assert [f.rule for f in got if f.severity == ISSUE] == ["input-bound", "cpu-bound"]
-    assert all(f.severity == NOTE for f in got if f.rule in ("tiny-kernels", "unfused-optimizer", "hidden-sync"))
+    assert [f.rule for f in got if f.severity == Severity.ISSUE] == ["input-bound", "cpu-bound"]
+    assert all(f.severity == Severity.NOTE for f in got
+               if f.rule in ("tiny-kernels", "unfused-optimizer", "hidden-sync"))
 
 
 def test_variance_compares_like_with_like_and_never_blames_clocks_for_collectives():

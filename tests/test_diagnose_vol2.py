@@ -10,7 +10,8 @@ import pytest
 
 from conftest import ROOT, cli, ext
 from helpers.facts import step_facts as sf
-from helpers.advice.diagnose import ISSUE, RULES, diagnose
+from helpers.advice.diagnose import RULES, diagnose
+from helpers.advice.findings import Severity
 from helpers.facts.text import nbytes, us
 from helpers.reader.trace import read_trace
 
@@ -41,7 +42,7 @@ def fired(found, rule):
 def test_hidden_sync_names_the_ops_that_waited(found):
     assert fired(found, "hidden-sync") == {tag("train-fp32-foreach-syncs"), tag("input-w0")}
     f = found[tag("train-fp32-foreach-syncs")]["hidden-sync"]
-    assert f.severity == ISSUE and f.notebook == "12"
+    assert f.severity == Severity.ISSUE and f.notebook == "12"
     assert f.evidence[0].startswith("12 waits for the GPU inside the recorded steps (in 3 of 3 steps)")
     text = "\n".join(f.evidence)
     for op in ("aten::_local_scalar_dense", "aten::is_nonzero", "aten::nonzero", "aten::_to_copy"):

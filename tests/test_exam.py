@@ -16,7 +16,7 @@ from helpers import facts
 from helpers.advice import diagnose, exam, rulebook
 from helpers.lesson import journal, widgets
 from helpers.facts import memory, profile_table, roofline
-from helpers.advice.findings import ISSUE, Finding
+from helpers.advice.findings import Finding, Severity
 from helpers.reader.trace import read_trace
 
 NOTEBOOK = ROOT / "notebooks" / "17_the_exam.ipynb"
@@ -136,7 +136,7 @@ def test_a_memory_spike_is_the_exam_s_temporary_and_nothing_in_the_reference_set
     assert big and all(a.op in ("aten::sub", "aten::pow") for a in big)  # the broadcast's subtraction, its square
     assert f"{max(a.share_of_peak for a in big):.0%} of its peak allocated memory" in spike.evidence[0]
     assert "aten::sub x" in spike.evidence[0] and "aten::pow x" in spike.evidence[0]
-    assert spike.severity == ISSUE and spike.share is None and spike.notebook == "13"
+    assert spike.severity == Severity.ISSUE and spike.share is None and spike.notebook == "13"
     assert diagnose.CDIST_DOCS in spike.next
     assert peak.peak_allocated > 2 * max(a.bytes for a in big) * 0.99  # two at once make the peak
     with_memory = [p for p in _reference_traces() if memory.has_memory(read_trace(p))]

@@ -86,8 +86,8 @@ def test_runtime_calls_are_counted_by_name(h200):
 
 def test_four_byte_memset_before_each_large_gemm(h200):
     t = load(h200, "4096_bf16_warm_eager")
-    (memset,) = [c for c in facts.copies(t) if c["kind"] == kk.FILL]
-    assert memset["sizes"] == {4: 3}
+    (memset,) = [c for c in facts.copies(t) if c.kind == kk.FILL]
+    assert memset.sizes == {4: 3}
     launches = facts.launches(t)
     for a, b in zip(launches, launches[1:]):
         if a.kind == kk.FILL:
@@ -122,16 +122,16 @@ def test_buffer_request_only_without_wait_and_warmup(h200):
     with_wait = facts.artifacts(load(h200, "64_bf16_cold_eager"))
     no_wait = facts.artifacts(load(h200, "64_bf16_cold_eager_s0-0-3"))
     assert with_wait.buffer_requests == []
-    assert [b["name"] for b in no_wait.buffer_requests] == ["Activity Buffer Request"]
-    assert no_wait.buffer_requests[0]["dur_us"] > 0
+    assert [b.name for b in no_wait.buffer_requests] == ["Activity Buffer Request"]
+    assert no_wait.buffer_requests[0].dur_us > 0
 
 
 def test_closing_synchronize(h200):
     a = facts.artifacts(load(h200, "64_bf16_cold_eager"))
-    assert a.closing_sync["name"] == "cudaDeviceSynchronize"
-    assert a.closing_sync["idle_share"] > 0.9  # nothing left to wait for at 64x64
+    assert a.closing_sync.name == "cudaDeviceSynchronize"
+    assert a.closing_sync.idle_share > 0.9  # nothing left to wait for at 64x64
     big = facts.artifacts(load(h200, "4096_bf16_cold_eager"))
-    assert big.closing_sync["idle_share"] < a.closing_sync["idle_share"]
+    assert big.closing_sync.idle_share < a.closing_sync.idle_share
 
 
 def test_dispatch_chain(h200):
@@ -161,9 +161,9 @@ def test_compiled_region_and_graph_hash(h200):
     assert c.regions == {"Torch-Compiled Region: 0/0": 3}
     ((h, n),) = c.graph_hashes.items()
     assert n == 3 and len(h) > 20
-    copies = {r["name"]: r for r in facts.copies(t)}
+    copies = {r.name: r for r in facts.copies(t)}
     dtod = copies["Memcpy DtoD (Device -> Device)"]
-    assert dtod["sizes"] == {4096 * 4096 * 2: 3}  # the bf16 bias, copied before the GEMM
+    assert dtod.sizes == {4096 * 4096 * 2: 3}  # the bf16 bias, copied before the GEMM
     assert not facts.compiled(load(h200, "4096_bf16_warm_eager")).any
 
 

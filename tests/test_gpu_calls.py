@@ -6,7 +6,7 @@ import pytest
 
 from helpers import facts
 from helpers.facts import gpu_calls, kernel_kinds as kk
-from helpers.facts.measure import HELD, INCONCLUSIVE, MISSED, Spread
+from helpers.facts.measure import Spread, Status
 
 
 @pytest.fixture(autouse=True)
@@ -55,17 +55,17 @@ def test_pairs_take_every_pairing():
 def test_grade_each_needs_three_quarters_to_agree():
     choose = lambda v: "big" if v > 1 else "small"  # noqa: E731
     g = gpu_calls.grade_each("big", [2, 3, 4, 5, 6, 0.5], choose, "x")  # 5 of 6 agree
-    assert g.status == HELD and g.actual == "big"
-    assert gpu_calls.grade_each("small", [2, 3, 4, 5, 6, 0.5], choose, "x").status == MISSED
-    assert gpu_calls.grade_each("small", [2, 3, 0.5, 0.4, 0.3, 0.2], choose, "x").status == INCONCLUSIVE
-    assert gpu_calls.grade_each("big", [2, 3, 4], choose, "x").status == INCONCLUSIVE  # too few
+    assert g.status == Status.HELD and g.actual == "big"
+    assert gpu_calls.grade_each("small", [2, 3, 4, 5, 6, 0.5], choose, "x").status == Status.MISSED
+    assert gpu_calls.grade_each("small", [2, 3, 0.5, 0.4, 0.3, 0.2], choose, "x").status == Status.INCONCLUSIVE
+    assert gpu_calls.grade_each("big", [2, 3, 4], choose, "x").status == Status.INCONCLUSIVE  # too few
 
 
 def test_grade_extreme_is_conclusive_only_when_the_leader_is_clear():
     clear = {"a": Spread.of([10, 10.2, 9.9]), "b": Spread.of([5, 5.1, 4.9]), "c": Spread.of([1, 1, 1])}
     g = gpu_calls.grade_extreme("a", clear)
-    assert g.status == HELD and g.actual == "a"
-    assert gpu_calls.grade_extreme("c", clear, largest=False).status == HELD
-    assert gpu_calls.grade_extreme("a", clear, largest=False).status == MISSED
+    assert g.status == Status.HELD and g.actual == "a"
+    assert gpu_calls.grade_extreme("c", clear, largest=False).status == Status.HELD
+    assert gpu_calls.grade_extreme("a", clear, largest=False).status == Status.MISSED
     close = {"a": Spread.of([10, 11, 9]), "b": Spread.of([9.5, 10.5, 10.2])}
-    assert gpu_calls.grade_extreme("a", close).status == INCONCLUSIVE
+    assert gpu_calls.grade_extreme("a", close).status == Status.INCONCLUSIVE

@@ -145,3 +145,40 @@ def test_every_module_run_by_name_exists():
         assert importlib.util.find_spec(name) is not None, name
     src = (ROOT / "helpers" / "runs" / "record.py").read_text()
     assert all(f'_fresh("{m}"' in src for m in record.FRESH_MODULES)
+
+
+#: the floors that read traces and reason about them: no torch, matplotlib or ipywidgets, not even inside a function
+#: (they run on any machine, fast; docs/architecture.md)
+LIGHT = ("reader", "facts", "advice")
+HEAVY = {"torch", "matplotlib", "ipywidgets", "IPython"}
+
+
+def _heavy_imports(path) -> set[str]:
+    """The heavy packages a module imports anywhere in its code (a function's import included)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            found.add((node.module or "").split(".")[0])
+    return found & HEAVY
+
+
+def test_the_light_floors_import_no_torch_anywhere():
+    heavy = {m: sorted(_heavy_imports(p)) for m, p in _modules().items()
+             if m.split(".")[1:2] and m.split(".")[1] in LIGHT and _heavy_imports(p)}
+    assert heavy == {}
+
+
+def test_the_heavy_import_finder_sees_a_function_import(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text("def go():\n    import torch.nn as nn\n    from matplotlib import pyplot\n")
+    assert _heavy_imports(f) == {"torch", "matplotlib"}
+
+
+def test_the_facts_face_shows_no_private_name():
+    """``from helpers import facts`` is the public face: what starts with ``_`` stays in its own module."""
+    tree = ast.parse((ROOT / "helpers" / "facts" / "__init__.py").read_text())
+    private = [a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for a in node.names
+               if a.name.startswith("_")]
+    assert private == []

@@ -25,7 +25,7 @@ def test_why_cost_graded_when_the_extras_stand_clear_of_the_noise():
     flat = _run("flat", 6, [19.0, 19.2, 19.4, 19.5, 19.6, 19.8, 20.0, 20.1, 20.3], [9.1, 9.2, 9.2, 9.3, 9.2] * 3)
     batched = _run("batched", 14, [80.0, 80.5, 81.0, 81.2, 81.5, 82.0, 82.4, 83.0, 83.5], [59.0, 59.5, 60.0] * 5)
     g, ratio, _ = _cost(flat, batched)
-    assert g.status == measure.HELD and g.actual == n01.COST_CHOICES[0]
+    assert g.status == measure.Status.HELD and g.actual == n01.COST_CHOICES[0]
     assert 1.5 < ratio.lo and ratio.hi < 2.5
 
 
@@ -34,7 +34,7 @@ def test_why_cost_inconclusive_when_the_ratio_straddles_the_edge():
     batched = _run("batched", 14, [73, 74, 75, 76, 77, 78, 79, 80, 81], [60.0] * 15)
     g, ratio, _ = _cost(flat, batched)
     assert ratio.lo < 1.5 <= ratio.hi
-    assert g.status == measure.INCONCLUSIVE
+    assert g.status == measure.Status.INCONCLUSIVE
 
 
 def test_why_cost_never_grades_nor_prints_an_absurd_ratio():
@@ -42,7 +42,7 @@ def test_why_cost_never_grades_nor_prints_an_absurd_ratio():
     flat = _run("flat", 6, [49.0, 49.5, 50.0, 50.5, 51.0, 49.8, 50.2, 50.1, 49.9], [10.0] * 15)
     batched = _run("batched", 14, [21300.0, 21280, 21310, 21290, 21305, 21295, 21300, 21302, 21298], [80.0] * 15)
     g, ratio, _ = _cost(flat, batched)
-    assert g.status == measure.INCONCLUSIVE and ratio is None
+    assert g.status == measure.Status.INCONCLUSIVE and ratio is None
     assert "530" not in g.why and "out of proportion" in g.why
 
 
@@ -50,7 +50,7 @@ def test_why_cost_inconclusive_when_an_extra_reaches_zero():
     flat = _run("flat", 6, [19, 20, 21, 19, 20, 21, 19, 20, 21], [9.0] * 15)
     batched = _run("batched", 14, [76, 78, 80, 122, 125, 77, 79, 81, 123], [58, 59, 160, 161, 58] * 3)
     g, ratio, _ = _cost(flat, batched)
-    assert g.status == measure.INCONCLUSIVE and ratio is None and "reaches zero" in g.why
+    assert g.status == measure.Status.INCONCLUSIVE and ratio is None and "reaches zero" in g.why
 
 
 def test_why_cost_says_lost_in_the_noise_instead_of_a_ratio_near_zero():
@@ -75,17 +75,17 @@ H200 = Path(__file__).resolve().parent.parent / "traces" / "reference" / "nvidia
 
 def test_one_trace_choice_inconclusive_only_when_the_band_straddles_an_edge():
     choices, edges = ["low", "mid", "high"], [0.5, 2]
-    assert one_trace.grade_choice("mid", 0.89, 1.25, edges, choices).status == measure.HELD
-    assert one_trace.grade_choice("low", 0.89, 1.25, edges, choices).status == measure.MISSED
+    assert one_trace.grade_choice("mid", 0.89, 1.25, edges, choices).status == measure.Status.HELD
+    assert one_trace.grade_choice("low", 0.89, 1.25, edges, choices).status == measure.Status.MISSED
     g = one_trace.grade_choice("mid", 1.8, 1.25, edges, choices)
-    assert g.status == measure.INCONCLUSIVE and g.actual == "mid" and "straddles" in g.why
+    assert g.status == measure.Status.INCONCLUSIVE and g.actual == "mid" and "straddles" in g.why
 
 
 def test_one_trace_number_graded_over_the_whole_bracket():
     # a crossover known only to lie between 2048 and 4096: within 2x of all of it, of none of it, or of part
-    assert one_trace.grade_number(3000, 2853, 2, lo=2048, hi=4096).status == measure.HELD
-    assert one_trace.grade_number(256, 2853, 2, lo=2048, hi=4096).status == measure.MISSED
-    assert one_trace.grade_number(1024, 2853, 2, lo=2048, hi=4096).status == measure.INCONCLUSIVE
+    assert one_trace.grade_number(3000, 2853, 2, lo=2048, hi=4096).status == measure.Status.HELD
+    assert one_trace.grade_number(256, 2853, 2, lo=2048, hi=4096).status == measure.Status.MISSED
+    assert one_trace.grade_number(1024, 2853, 2, lo=2048, hi=4096).status == measure.Status.INCONCLUSIVE
 
 
 def test_no_recorded_kernel_of_the_sweep_was_launched_before_the_window():
@@ -119,15 +119,15 @@ def _steps(durs, first=2):
 
 
 def test_long_step_near_the_edge_is_inconclusive_not_a_clean_hit_or_miss():
-    assert n03.long_step_grade(_steps([130, 100, 98])).status == measure.INCONCLUSIVE  # 1.3x
+    assert n03.long_step_grade(_steps([130, 100, 98])).status == measure.Status.INCONCLUSIVE  # 1.3x
     assert n03.long_step_grade(_steps([222.3, 92.2, 117.1])).actual == n03.STEP_CHOICES[0]
-    assert n03.long_step_grade(_steps([101, 100, 99]), n03.STEP_CHOICES[3]).status == measure.HELD
+    assert n03.long_step_grade(_steps([101, 100, 99]), n03.STEP_CHOICES[3]).status == measure.Status.HELD
     # the longest barely ahead of the next: not named
-    assert n03.long_step_grade(_steps([100, 210, 200])).status == measure.INCONCLUSIVE
+    assert n03.long_step_grade(_steps([100, 210, 200])).status == measure.Status.INCONCLUSIVE
 
 
 def test_why_first_graded_only_outside_the_tolerance():
-    assert n03.why_first_grade(_steps([115.6, 86.7, 83.6], 10)).status == measure.INCONCLUSIVE  # 1.36x
+    assert n03.why_first_grade(_steps([115.6, 86.7, 83.6], 10)).status == measure.Status.INCONCLUSIVE  # 1.36x
     assert n03.why_first_grade(_steps([200, 86.7, 83.6], 10)).actual == n03.WHY_CHOICES[0]
     assert n03.why_first_grade(_steps([85, 86.7, 83.6], 10)).actual == n03.WHY_CHOICES[1]
     assert n03.why_first_grade(_steps([60, 86.7, 83.6], 10)).actual == n03.WHY_CHOICES[2]
@@ -151,6 +151,7 @@ def test_the_first_recorded_steps_excess_is_split_without_counting_twice():
 # --- notebook 04: the spill where arrows are read, and the synchronize against the GPU's busy time --------------------
 
 from helpers.lessons import n04_the_dispatch_chain as n04  # noqa: E402
+from helpers.facts.summary import ClosingSync  # noqa: E402
 
 
 def test_the_spill_sentence_says_none_or_names_the_runs_that_spilled():
@@ -167,15 +168,18 @@ def test_the_spill_sentence_says_none_or_names_the_runs_that_spilled():
 
 
 def test_the_synchronize_follows_the_gpu_unless_a_size_sits_near_the_line():
-    on = [{"dur_us": 12.0, "gpu_busy_us": 0.0}, {"dur_us": 4070.0, "gpu_busy_us": 4050.0}]
+    def sync(dur_us, busy_us):
+        return ClosingSync("cudaDeviceSynchronize", 0.0, dur_us, busy_us, 1 - busy_us / dur_us)
+
+    on = [sync(12.0, 0.0), sync(4070.0, 4050.0)]
     assert n04.follows_grade(on)[0] == "yes"
-    assert n04.follows_grade(on + [{"dur_us": 2000.0, "gpu_busy_us": 500.0}])[0] == "no"
-    assert n04.follows_grade(on + [{"dur_us": 28.0, "gpu_busy_us": 0.0}])[0] == "unclear"  # 28 us of 30 allowed
+    assert n04.follows_grade(on + [sync(2000.0, 500.0)])[0] == "no"
+    assert n04.follows_grade(on + [sync(28.0, 0.0)])[0] == "unclear"  # 28 us of 30 allowed
 
 
 def test_launch_latency_is_graded_on_the_spread_of_the_launches():
     run = SimpleNamespace(trace=read_trace(H200 / "64_bf16_cold_eager.json"))
     lat = n04.latencies(run)
     assert lat.n == 6
-    assert measure.grade_number(50, lat, n04.LATENCY_FACTOR).status == measure.MISSED
-    assert measure.grade_number(12, lat, n04.LATENCY_FACTOR).status == measure.HELD
+    assert measure.grade_number(50, lat, n04.LATENCY_FACTOR).status == measure.Status.MISSED
+    assert measure.grade_number(12, lat, n04.LATENCY_FACTOR).status == measure.Status.HELD

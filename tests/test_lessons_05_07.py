@@ -156,7 +156,7 @@ def test_07_recorded_idle_experiment(recorded_idle):
     assert g.conclusive and g.actual == n07.IDLE_CHOICES[2]
     assert {k: o for k, (o, _) in n07.tests(r).items()} == {"clocks": "fails", "waking": "fails", "cold data": "fails"}
     w = n07.why_grade(n07.WHY_CHOICES[3], r)
-    assert w.status == measure.HELD and w.actual == n07.WHY_CHOICES[3]
+    assert w.status == measure.Status.HELD and w.actual == n07.WHY_CHOICES[3]
 
 
 def _edited(result, cond, gap, *, first=None, sm=None):

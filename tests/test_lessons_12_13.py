@@ -6,7 +6,7 @@ import pytest
 
 from helpers.runs import comparisons
 from helpers.lessons import n12_a_training_step as n12
-from helpers.facts.measure import HELD, INCONCLUSIVE, MISSED
+from helpers.facts.measure import Status
 from helpers.runs.profiling import recorded
 from helpers.runs.training import train_step
 
@@ -49,11 +49,11 @@ def test_waits_are_grouped_by_line(runs):
 def test_every_step_is_inconclusive_when_the_steps_disagree():
     fmt = "{:.0%}".format
     g = n12.every_step(n12.SHARE_CHOICES[1], [0.40, 0.41, 0.42], n12.SHARE_EDGES, n12.SHARE_CHOICES, "share", fmt)
-    assert g.status == HELD
+    assert g.status == Status.HELD
     g = n12.every_step(n12.SHARE_CHOICES[0], [0.40, 0.41, 0.42], n12.SHARE_EDGES, n12.SHARE_CHOICES, "share", fmt)
-    assert g.status == MISSED
+    assert g.status == Status.MISSED
     g = n12.every_step(n12.SHARE_CHOICES[1], [0.32, 0.35, 0.36], n12.SHARE_EDGES, n12.SHARE_CHOICES, "share", fmt)
-    assert g.status == INCONCLUSIVE
+    assert g.status == Status.INCONCLUSIVE
 
 
 def test_backward_share_and_equal_flops(runs):

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from helpers.runs import comparisons, idle_gpu
+from helpers.runs import comparisons, idle_gpu, rounds
 from helpers.facts import measure
 from helpers.facts.measure import Estimate, Spread
 
@@ -21,7 +21,7 @@ def test_a_spread_says_its_median_and_quartiles():
 
 def test_a_single_sample_is_never_graded():
     g = measure.grade_choice("a", Spread.of([3.0], "x"), [2], ["a", "b"])
-    assert g.status == measure.INCONCLUSIVE and "too few" in g.why
+    assert g.status == measure.Status.INCONCLUSIVE and "too few" in g.why
 
 
 def test_a_spread_across_an_edge_is_inconclusive_and_one_inside_is_graded():
@@ -68,7 +68,7 @@ def test_interleave_times_every_call_in_turn_on_the_cpu():
     order = []
     x = torch.randn(32, 32)
     calls = {"a": (lambda: order.append("a") or x @ x, ()), "b": (lambda: order.append("b") or x + x, ())}
-    m = measure.interleave(calls, rounds=6, block_s=0.0005, max_per_block=2, wall=True)
+    m = rounds.interleave(calls, rounds=6, block_s=0.0005, max_per_block=2, wall=True)
     assert m.rounds == 6 and m.host["a"].n == 6 and m.wall["b"].n == 6
     runs = [x for i, x in enumerate(order) if i == 0 or order[i - 1] != x]  # each label's stretch of calls
     assert runs[-12:] == ["a", "b"] * 6  # the six rounds: a's blocks (host, wall), then b's, in turn
@@ -78,7 +78,7 @@ def test_interleave_times_every_call_in_turn_on_the_cpu():
 def test_one_thread_is_restored_afterwards():
     torch = pytest.importorskip("torch")
     before = torch.get_num_threads()
-    with measure.one_thread():
+    with rounds.one_thread():
         assert torch.get_num_threads() == 1
     assert torch.get_num_threads() == before
 

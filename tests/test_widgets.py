@@ -20,15 +20,38 @@ def journal_file(tmp_path, monkeypatch):
 def test_headless_calls_the_reveal_with_the_default(journal_file, monkeypatch):
     monkeypatch.setenv("PROFILING_HEADLESS", "1")
     seen = []
-    widgets.ask("99.q", "Which?", choices=["a", "b"], default="b", reveal=lambda a: seen.append(a) or a == "a")
+    widgets.ask("99.q", "Which?", choices=["a", "b"], default="b",
+                reveal=lambda a: seen.append(a) or widgets.verdict(a == "a", ""))
     assert seen == ["b"]
     assert journal.load()["99.q"]["answer"] == "b" and journal.load()["99.q"]["hit"] is False
+
+
+def test_a_reveal_returns_its_outcome_and_the_journal_keeps_it(journal_file, monkeypatch):
+    """What the reveal returns is what is recorded: the status and what the trace showed, no side channel."""
+    monkeypatch.setenv("PROFILING_HEADLESS", "1")
+    monkeypatch.setattr(widgets, "_display", lambda obj: None)
+    widgets.ask("99.o", "Which?", choices=["a", "b"], default="a", reveal=lambda a: widgets.verdict(False, "", "b"))
+    e = journal.load()["99.o"]
+    assert (e["hit"], e["status"], e["actual"]) == (False, "missed", "b")
+    out = widgets.inconclusive("noise", actual="a")
+    assert (out.status, out.hit, out.actual, out.rerun) == (widgets.Status.INCONCLUSIVE, None, "a", False)  # headless
+    assert widgets.verdict(None, "").status is widgets.Status.OPEN
+
+
+def test_a_reveal_that_returns_no_outcome_is_named(journal_file, monkeypatch):
+    """A reveal that returns a bare bool (the old way) or forgets to return fails at once, naming its question."""
+    monkeypatch.setenv("PROFILING_HEADLESS", "1")
+    monkeypatch.setattr(widgets, "_display", lambda obj: None)
+    with pytest.raises(TypeError, match=r"99\.bool: its reveal returned True"):
+        widgets.ask("99.bool", "Which?", choices=["a", "b"], default="a", reveal=lambda a: True)
+    with pytest.raises(TypeError, match=r"99\.none: its reveal returned None"):
+        widgets.ask("99.none", "Which?", choices=["a", "b"], default="a", reveal=lambda a: None)
 
 
 def test_default_must_be_a_choice(journal_file, monkeypatch):
     monkeypatch.setenv("PROFILING_HEADLESS", "1")
     with pytest.raises(ValueError, match="not one of the choices"):
-        widgets.ask("99.q", "Which?", choices=["a", "b"], default="c", reveal=lambda a: True)
+        widgets.ask("99.q", "Which?", choices=["a", "b"], default="c", reveal=lambda a: widgets.verdict(True, ""))
 
 
 def _interactive(monkeypatch):
@@ -43,7 +66,8 @@ def _interactive(monkeypatch):
 def test_click_locks_then_reveals(journal_file, monkeypatch):
     shown = _interactive(monkeypatch)
     seen = []
-    widgets.ask("99.pick", "Which?", choices=["a", "b"], default="a", reveal=lambda a: seen.append(a) or a == "b")
+    widgets.ask("99.pick", "Which?", choices=["a", "b"], default="a",
+                reveal=lambda a: seen.append(a) or widgets.verdict(a == "b", ""))
     (box,) = shown
     _question, radio, row, _out = box.children
     button, status = row.children
@@ -62,7 +86,8 @@ def test_click_locks_then_reveals(journal_file, monkeypatch):
 def test_numbers_are_parsed_before_locking(journal_file, monkeypatch):
     shown = _interactive(monkeypatch)
     seen = []
-    widgets.ask("99.num", "How long?", unit="us", default=5, reveal=lambda a: seen.append(a) or widgets.within(a, 10))
+    widgets.ask("99.num", "How long?", unit="us", default=5,
+                reveal=lambda a: seen.append(a) or widgets.verdict(widgets.within(a, 10), ""))
     (box,) = shown
     _question, row, buttons, _out = box.children
     text = row.children[0]
@@ -190,7 +215,7 @@ def test_after_waits_for_the_answer_then_shows(journal_file, monkeypatch):
     shown = _interactive(monkeypatch)
     widgets._answered.pop("99.gate", None)
     seen = []
-    widgets.ask("99.gate", "Which?", choices=["a", "b"], default="a", reveal=lambda a: True)
+    widgets.ask("99.gate", "Which?", choices=["a", "b"], default="a", reveal=lambda a: widgets.verdict(True, ""))
     widgets.after("99.gate", lambda: seen.append("the answer's picture"))
     assert seen == []  # Run All: the cell after the question shows nothing yet
     box = shown[0]
@@ -325,7 +350,7 @@ def test_a_question_declares_its_facts_for_the_leak_check(journal_file, monkeypa
 def test_without_the_widgets_front_end_every_widget_says_what_to_do(journal_file, monkeypatch):
     """A JupyterLab without the ipywidgets extension shows a widget's plain text: it must say what is wrong."""
     shown = _interactive(monkeypatch)
-    widgets.ask("99.plain", "Which?", choices=["a", "b"], default="a", reveal=lambda a: True)
+    widgets.ask("99.plain", "Which?", choices=["a", "b"], default="a", reveal=lambda a: widgets.verdict(True, ""))
     widgets.after("99.plain", lambda: None)
     widgets.exercise("x", "do it", lambda: None)
     widgets.scoreboard()

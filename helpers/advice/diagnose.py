@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from .. import facts
 from ..facts import memory, roofline, kernel_kinds as kk, step_facts as sf
 from .distributed import trace_rules
-from .findings import IDLE_NOTE, ISSUE, NOTE, Context, Finding, Rule, rank
+from .findings import IDLE_NOTE, Context, Finding, Rule, Severity, rank
+from .rulebook import RuleId
 from ..facts.text import nbytes, short, us
 from ..reader.trace import CPU_OP, DRIVER, MEMCPY, RUNTIME, Trace
 
@@ -45,15 +46,15 @@ def _balance(c: Context) -> Finding | None:
                             "(see input-bound): much of that CPU time is spent preparing data, not launching work")
             advice = ("feed the GPU first (see input-bound: DataLoader workers, pinned memory); fewer or larger "
                       "launches only matter once the input no longer sets the pace")
-        return c.sized(Finding("cpu-bound", "CPU-bound: the GPU waits for the CPU", ISSUE, evidence, advice),
-                       b.window_us - b.gpu_busy_us, "the GPU idle")
+        return c.sized(Finding(RuleId.CPU_BOUND, "CPU-bound: the GPU waits for the CPU", Severity.ISSUE, evidence,
+                               advice), b.window_us - b.gpu_busy_us, "the GPU idle")
     shape = roofline.dominant(roofline.roofline(c.trace))
     if shape is not None:  # memory-bound kernels (fuse them) or compute-bound ones near their peak: not one advice
         evidence.append(roofline.dominant_text(shape))
     if b.gpu_idle_share is not None and b.gpu_idle_share >= IDLE_NOTE:
         evidence.append(f"yet the GPU was idle for {b.gpu_idle_share:.0%} of the window: by the totals the GPU sets "
                         "the pace, but part of the time it waits (the other findings may say for what)")
-    return c.sized(Finding("gpu-bound", "GPU-bound: the GPU's kernels set the pace", NOTE, evidence,
+    return c.sized(Finding(RuleId.GPU_BOUND, "GPU-bound: the GPU's kernels set the pace", Severity.NOTE, evidence,
                            "look at the longest kernels: how near each comes to the GPU's peaks (the roofline in "
                            "summarize), then kernel choice, dtype, shapes, fusion; the CPU side is not what holds "
                            "this run back"), b.gpu_busy_us, "the GPU busy")
@@ -71,8 +72,8 @@ def _in_collectives(c: Context) -> Finding | None:
           "the slowest rank as well as the transfer, and one rank's trace cannot tell them apart",
           f"so no CPU- or GPU-bound verdict: this rank's own balance (GPU time {b.ratio:.0%} of its CPU time, "
           "collectives left out) is not what sets its pace"]
-    return c.sized(Finding("inside-collectives", "Inside collectives: this rank's GPU mostly waits for the other "
-                           "ranks or the network", ISSUE, ev,
+    return c.sized(Finding(RuleId.INSIDE_COLLECTIVES, "Inside collectives: this rank's GPU mostly waits for the other "
+                           "ranks or the network", Severity.ISSUE, ev,
                            "diagnose the folder of every rank's trace (python -m helpers diagnose FOLDER): it names "
                            "the rank the others wait for, if any, and what remains once it is fixed"),
                    b.collective_exposed_us, "collectives with nothing beside them")
@@ -94,7 +95,7 @@ def _cold_start(c: Context) -> Finding | None:
     if gaps and later and gaps[0].gap_us > 2 * statistics.median(later):
         ev.append(f"'{gaps[0].annotation}' waited {us(gaps[0].gap_us)} before its first op ({gaps[0].first_op}), "
                   f"against a median of {us(statistics.median(later))} in later steps")
-    lo, hi = first.start_us, first.start_us + first.dur_us
+    lo, hi = first.start_us, first.end_us
     setup = {n: k for n, k in facts.calls_in(c.trace, lo, hi).items()
              if any(w in n for w in ("Malloc", "Attribute", "Occupancy", "GetDevice", "Module", "Library"))}
     if setup:
@@ -115,7 +116,7 @@ def _cold_start(c: Context) -> Finding | None:
             advice = ("the extra time was a wait for data, not start-up (see input-bound when it fires); one "
                       "hypothesis: worker processes had drained the batches they prepared ahead "
                       "(num_workers x prefetch_factor); a longer recording tells whether the wait comes back")
-    return c.sized(Finding("cold-start", title, ISSUE, ev, advice), first.dur_us - rest,
+    return c.sized(Finding(RuleId.COLD_START, title, Severity.ISSUE, ev, advice), first.dur_us - rest,
                    "the first step beyond the others' median")
 
 
@@ -141,17 +142,17 @@ def _occupancy_queries(c: Context) -> Finding | None:
     else:
         advice = ("they come only in some steps, which fits a library setting itself up once; warm up, or keep the "
                   "first step out of the recording")
-    return Finding("occupancy-queries", "Occupancy queries: a library working out how its kernels fit an SM", NOTE, ev,
-                   advice)
+    return Finding(RuleId.OCCUPANCY_QUERIES, "Occupancy queries: a library working out how its kernels fit an SM",
+                   Severity.NOTE, ev, advice)
 
 
 def _profiler_flush(c: Context) -> Finding | None:
     cs = c.summary.artifacts.closing_sync
     b = c.summary.balance
-    if not cs or b.window_us <= 0 or cs["dur_us"] < 0.05 * b.window_us:
+    if not cs or b.window_us <= 0 or cs.dur_us < 0.05 * b.window_us:
         return None
-    idle = cs["idle_share"]
-    ev = [f"last {cs['name']} took {us(cs['dur_us'])} ({cs['dur_us'] / b.window_us:.0%} of the window)"
+    idle = cs.idle_share
+    ev = [f"last {cs.name} took {us(cs.dur_us)} ({cs.dur_us / b.window_us:.0%} of the window)"
           + (f", GPU idle for {idle:.0%} of it" if idle is not None else "")]
     if idle is not None and idle < 0.5:
         meaning = ("the GPU was busy for most of it: the CPU had run ahead and waited for queued work; that wait is "
@@ -159,8 +160,8 @@ def _profiler_flush(c: Context) -> Finding | None:
     else:
         meaning = ("the GPU was idle for most of it, so the time did not go to waiting for kernels: it is not your "
                    "GPU work; one hypothesis is the profiler's own work as it stops")
-    return Finding("profiler-flush", "Long synchronize at the end: the profiler's own synchronize before it stops",
-                   NOTE, ev, f"do not count it against your code: {meaning}")
+    return Finding(RuleId.PROFILER_FLUSH, "Long synchronize at the end: the profiler's own synchronize before it stops",
+                   Severity.NOTE, ev, f"do not count it against your code: {meaning}")
 
 
 def _bias_copy(c: Context) -> Finding | None:
@@ -177,7 +178,8 @@ def _bias_copy(c: Context) -> Finding | None:
         return None
     size = t.args.get(found[0], {}).get("bytes")
     total = sum(t.dur[j] for j in found)
-    return c.sized(Finding("addmm-bias-copy", "Device-to-device copy before a GEMM: addmm copying its bias", NOTE,
+    return c.sized(Finding(RuleId.ADDMM_BIAS_COPY, "Device-to-device copy before a GEMM: addmm copying its bias",
+                   Severity.NOTE,
                    [f"{len(found)} x {t.name_of(found[0])}" + (f" of {nbytes(size)}" if size else "")
                     + f" under aten::addmm, {us(total)} in all",
                     "with a full-matrix bias, ATen's CUDA addmm copies it into the output, then the GEMM adds its "
@@ -191,8 +193,9 @@ def _buffer_request(c: Context) -> Finding | None:
     bufs = c.summary.artifacts.buffer_requests
     if not bufs:
         return None
-    return Finding("profiler-buffer", "Activity Buffer Request: the profiler allocating its own buffers", NOTE,
-                   [f"{b['name']} on '{b['lane']}', {us(b['dur_us'])}" for b in bufs[:3]],
+    return Finding(RuleId.PROFILER_BUFFER, "Activity Buffer Request: the profiler allocating its own buffers",
+                   Severity.NOTE,
+                   [f"{b.name} on '{b.lane}', {us(b.dur_us)}" for b in bufs[:3]],
                    "profiler overhead, not your code: schedule(wait=1, warmup=1, ...) moves it out of the "
                    "recorded steps")
 
@@ -222,13 +225,13 @@ def _variance(c: Context) -> Finding | None:
     from ..facts.op_shapes import op_shapes
 
     shapes = op_shapes(t, sorted({o for o in ops.values() if o >= 0}))
-    no_shapes = shapes if isinstance(shapes, str) else None
+    no_shapes = shapes.missing
     worst = None
     for k, js in candidates:
         groups: dict[tuple, list[float]] = {}
         for j in js:
             a = t.args.get(j, {})
-            s = None if no_shapes else shapes.get(ops[j])
+            s = None if no_shapes else shapes.by_op.get(ops[j])
             key = (str(a.get("grid")), str(a.get("block")),
                    None if s is None else json.dumps(s.dims), None if s is None else json.dumps(s.types))
             groups.setdefault(key, []).append(t.dur[j])
@@ -255,7 +258,8 @@ def _variance(c: Context) -> Finding | None:
     if len(durs) < k.count:
         ev.append(f"compared only with each other: the trace holds {k.count} launches of that name in all, "
                   "some doing other work (another grid or other shapes)")
-    return c.sized(Finding("kernel-variance", "The same kernel doing the same work with different durations", NOTE, ev,
+    return c.sized(Finding(RuleId.KERNEL_VARIANCE, "The same kernel doing the same work with different durations",
+                           Severity.NOTE, ev,
                            "quote the median and study the outliers apart; possible causes to test (the article's "
                            "list): clocks, heat, power management, driver housekeeping, other work on the GPU"),
                    sum(d - med for d in durs if d > med), "the slower launches' time beyond the median")
@@ -278,13 +282,14 @@ def _compile(c: Context) -> Finding | None:
             ev.append(f"{spent.compiles} compile{'s' if spent.compiles != 1 else ''} inside the recorded window "
                       f"({', '.join(spent.names)} spans, torch.compile's own), {us(spent.us)} in all: "
                       f"{spent.share:.0%} of the window")
-        f = Finding("recompiles", "Recompilation: a compiled frame was compiled again", ISSUE, ev,
+        f = Finding(RuleId.RECOMPILES, "Recompilation: a compiled frame was compiled again", Severity.ISSUE, ev,
                     "run with TORCH_LOGS=recompiles to see which guard failed: shapes, dtypes or devices that change "
                     "between calls; mark dynamic dimensions or keep them fixed")
         return c.sized(f, spent.us, "compiling (torch.compile's compile spans)") if spent.compiles else f
     frames = {r.split(": ")[-1].split("/")[0] for r in comp.regions}
     if len(frames) > 1:
-        return Finding("graph-breaks", "Several compiled frames: the function was split by graph breaks", NOTE,
+        return Finding(RuleId.GRAPH_BREAKS, "Several compiled frames: the function was split by graph breaks",
+                       Severity.NOTE,
                        [f"{n} x {r}" for r, n in sorted(comp.regions.items())],
                        "TORCH_LOGS=graph_breaks names each break; code between graphs runs eagerly")
     hashes = comp.graph_hashes
@@ -299,13 +304,13 @@ def _compile(c: Context) -> Finding | None:
     if cpu and gpu and COMPILE_TAX_FACTOR * statistics.median(gpu) < statistics.median(cpu):
         ev.append(f"each '{region}' call takes {us(statistics.median(cpu))} on the CPU and launches "
                   f"{us(statistics.median(gpu))} of GPU work (more than {COMPILE_TAX_FACTOR:g}x)")
-        return c.sized(Finding("compile-tax", "Compiled region costs more CPU time than the GPU work it launches",
-                               ISSUE, ev,
+        return c.sized(Finding(RuleId.COMPILE_TAX, "Compiled region costs more CPU time than the GPU work it launches",
+                               Severity.ISSUE, ev,
                                "confirm it without the profiler first (torch.utils.benchmark.Timer: the profiler "
                                "inflates CPU time per op); then compile larger graphs, batch the work, or try "
                                "mode='reduce-overhead' (CUDA graphs) and measure"),
                        sum(max(a - b, 0.0) for a, b in zip(cpu, gpu)), "compiled calls' CPU time beyond their GPU work")
-    return Finding("compile-cache-hits", "torch.compile: one graph, reused every call", NOTE,
+    return Finding(RuleId.COMPILE_CACHE_HITS, "torch.compile: one graph, reused every call", Severity.NOTE,
                    [e + " (the same graph every call: cache hits)" for e in ev],
                    "nothing to fix; read the generated code under /tmp/torchinductor_<user>/ to see what was fused")
 
@@ -323,7 +328,7 @@ def _tiny_kernels(c: Context) -> Finding | None:
     launch_cost = statistics.median(launch)
     if med >= launch_cost:
         return None
-    return c.sized(Finding("tiny-kernels", "Kernels shorter than the calls that launch them", ISSUE,
+    return c.sized(Finding(RuleId.TINY_KERNELS, "Kernels shorter than the calls that launch them", Severity.ISSUE,
                            [f"{len(durs)} pieces of GPU work, median {us(med)}; a launch call takes "
                             f"{us(launch_cost)} (median) on the CPU"],
                            "fuse small ops (torch.compile), batch work, or capture the sequence in a CUDA graph"),
@@ -398,7 +403,7 @@ def _input_bound(c: Context) -> Finding | None:
     if any("_SingleProcessDataLoaderIter" in n for n in names):
         ev.append("_SingleProcessDataLoaderIter: the batches are made in the main process (num_workers=0), "
                   "between the steps")
-    return c.sized(Finding("input-bound", "Input-bound: the GPU waits for the DataLoader", ISSUE, ev,
+    return c.sized(Finding(RuleId.INPUT_BOUND, "Input-bound: the GPU waits for the DataLoader", Severity.ISSUE, ev,
                    "prepare batches while the GPU trains: DataLoader(num_workers=N, persistent_workers=True) makes "
                    "them in other processes; make each sample cheaper (decode once, augment on the GPU); then check "
                    f"that the DataLoader span shrinks to a queue read ({DATALOADER_DOCS})"),
@@ -462,8 +467,8 @@ def _hidden_sync(c: Context) -> Finding | None:
     idle = [s.gpu_idle_after_us for s in syncs if s.gpu_idle_after_us is not None]
     cost, of = ((sum(idle), "the GPU idle after the waits") if idle else
                 (sum(s.dur_us for s in syncs), "the calls that wait"))
-    return c.sized(Finding("hidden-sync", f"Hidden synchronizations: the CPU waits for the GPU{where}", ISSUE, ev,
-                           "; ".join(tips)), cost, of)
+    return c.sized(Finding(RuleId.HIDDEN_SYNC, f"Hidden synchronizations: the CPU waits for the GPU{where}",
+                           Severity.ISSUE, ev, "; ".join(tips)), cost, of)
 
 
 def _pageable_copies(c: Context) -> Finding | None:
@@ -483,7 +488,7 @@ def _pageable_copies(c: Context) -> Finding | None:
     if waits:
         ev.append(f"{len(waits)} of them made the CPU wait ({' + '.join(waits[0].calls)} under "
                   f"{waits[0].cause_op or waits[0].op})")
-    return c.sized(Finding("pageable-copies", "Copies to the GPU from pageable memory", ISSUE, ev,
+    return c.sized(Finding(RuleId.PAGEABLE_COPIES, "Copies to the GPU from pageable memory", Severity.ISSUE, ev,
                    "pin the batches (DataLoader(pin_memory=True), which pins in a background thread) and copy with "
                    ".to(device, non_blocking=True), so that the copy goes by DMA without a staging buffer and the CPU "
                    f"need not wait; pinning each tensor yourself costs time too ({PINNED_DOCS}; {sf.SYNC_BEHAVIOUR})"), sum(x.total_us for x in pageable), "the copies from pageable memory, on the GPU")
@@ -511,7 +516,8 @@ def _fp32_gemms(c: Context) -> Finding | None:
     ops = Counter(_op_chain(t, j) for j in facts.gpu_work(t) if t.name_of(j) in names)
     if ops:
         ev.append("launched under " + ", ".join(f"{op} x {n}" for op, n in ops.most_common(4)))
-    return c.sized(Finding("fp32-gemm", "float32 GEMMs without tensor cores on a GPU that has them", ISSUE, ev,
+    return c.sized(Finding(RuleId.FP32_GEMM, "float32 GEMMs without tensor cores on a GPU that has them",
+                   Severity.ISSUE, ev,
                    "likely TF32 is off for matmuls (PyTorch's default): if float32's last bits do not matter, "
                    "torch.set_float32_matmul_precision('high') lets cuBLAS use TF32 tensor cores, or run the forward "
                    "under torch.autocast in a 16-bit dtype; if these GEMMs were meant to be 16-bit, look where "
@@ -559,8 +565,9 @@ def _unfused_optimizer(c: Context) -> Finding | None:
     steps_gpu = c.summary.balance.device_us
     if steps_gpu > 0:
         ev.append(f"{sum(o.gpu_us for o in calls) / steps_gpu:.0%} of the trace's GPU time")
-    return c.sized(Finding("unfused-optimizer",
-                           f"{cls} without fused=True: the optimizer step in more kernels than needed", ISSUE, ev,
+    return c.sized(Finding(RuleId.UNFUSED_OPTIMIZER,
+                           f"{cls} without fused=True: the optimizer step in more kernels than needed",
+                           Severity.ISSUE, ev,
                    f"{cls}(..., fused=True) (see {sf.ADAMW_DOCS}) updates the parameters in fused kernels: likely fewer "
                    "launches and less GPU time per step; measure the step before and after"),
                    sum(o.gpu_us for o in calls), "the optimizer's GPU work")
@@ -611,7 +618,8 @@ def _memory_spike(c: Context) -> Finding | None:
     gpu = sum(facts.gpu_time_under(t, i) for i in calls)
     if calls and busy > 0:
         ev.append(f"the kernels of those {len(calls)} op calls ran {us(gpu)}, {gpu / busy:.0%} of the GPU's busy time")
-    return Finding("memory-spike", "Memory spike: one allocation holds a large share of the peak", ISSUE, ev,
+    return Finding(RuleId.MEMORY_SPIKE, "Memory spike: one allocation holds a large share of the peak",
+                   Severity.ISSUE, ev,
                    "avoid materialising the large temporary: compute it in chunks (a loop over blocks of rows, each "
                    "temporary a fraction of the size), or use an op that never builds it: for distances "
                    "torch.cdist, whose default computes Euclidean distances through a matrix product beyond 25 rows "
@@ -628,8 +636,8 @@ def diagnose(trace: Trace) -> list[Finding]:
     """Every cheat-sheet rule that applies to this trace, ranked by what it accounts for (:func:`rank`)."""
     ctx = Context(trace, facts.summarize(trace))
     found = [f for f in (rule(ctx) for rule in RULES + trace_rules()) if f is not None]
-    if any(f.rule == "inside-collectives" for f in found):  # the same time, said better for one rank
-        found = [f for f in found if f.rule != "communication-bound"]
+    if any(f.rule == RuleId.INSIDE_COLLECTIVES for f in found):  # the same time, said better for one rank
+        found = [f for f in found if f.rule != RuleId.COMMUNICATION_BOUND]
     return rank(found)
 
 

@@ -16,7 +16,8 @@ from typing import Any, Callable
 from ..facts.collectives import COMMUNICATION_BOUND, RankRow, Straggler, rank_facts, rank_of
 from ..facts.ranks import Ranks
 from ..facts.text import us
-from .findings import ISSUE, NOTE_BELOW, Context, Finding, rank
+from .findings import NOTE_BELOW, Context, Finding, Severity, rank
+from .rulebook import RuleId
 
 
 #: overlap below which the low-overlap rule speaks (when collectives are a real part of the GPU's time)
@@ -56,7 +57,7 @@ def _communication_bound(rows: list[RankRow], folder: bool = True,
         title = "What remains once the straggler is fixed: collectives that run with no compute beside them"
     else:
         title = "Waiting on communication: the GPU spends more time in collectives alone than computing"
-    f = _finding("communication-bound", title, ISSUE, ev,
+    f = _finding(RuleId.COMMUNICATION_BOUND, title, Severity.ISSUE, ev,
                  ("fix the straggler first; then " if named else
                   "find out how much of it is waiting for another rank "
                   + ("(the straggler finding, if any, says who and how long) " if folder else
@@ -77,7 +78,8 @@ def _low_overlap(rows: list[RankRow]) -> "Finding | None":
         return None
     ev = [f"{_who(x)}: {x.overlap_pct:.1f}% of its collective time had compute running beside it; "
           f"{us(x.exposed_us)} did not" for x in low]
-    f = _finding("low-overlap", "Collectives mostly run alone: little communication hidden behind compute", ISSUE, ev,
+    f = _finding(RuleId.LOW_OVERLAP, "Collectives mostly run alone: little communication hidden behind compute",
+                 Severity.ISSUE, ev,
                  "start collectives while independent compute remains (async_op=True and wait() as late as "
                  f"possible; DDP's gradient buckets, bucket_cap_mb: {_DDP}) and check that they run on their own "
                  "stream")
@@ -100,7 +102,8 @@ def _straggler(r: Ranks) -> "Finding | None":
     others = [x.compute_us for x in r.ranks if x.rank != s.rank]
     ev.append(f"compute (GPU work other than collectives): rank {s.rank} {us(me.compute_us)}, the others "
               + ", ".join(f"{us(v)}" for v in others))
-    f = _finding("straggler", f"Straggler: the other ranks wait for rank {s.rank} in their collectives", ISSUE, ev,
+    f = _finding(RuleId.STRAGGLER, f"Straggler: the other ranks wait for rank {s.rank} in their collectives",
+                 Severity.ISSUE, ev,
                  f"look at what rank {s.rank} does before the collectives it enters last: its GPU work, its CPU "
                  "side, its input; one hypothesis to test is an uneven split of work between ranks (more data, "
                  "larger shards or more compute on this rank)")
@@ -121,7 +124,7 @@ def diagnose_ranks(r: Ranks) -> list["Finding"]:
     rest = rank(rest)
     if lead is not None:
         for f in rest:
-            if f.rule == "low-overlap":
+            if f.rule == RuleId.LOW_OVERLAP:
                 f.title = "What remains once the straggler is fixed: " + f.title[0].lower() + f.title[1:]
                 f.evidence.append("part of this exposed time is the wait for the straggler: measure again once it "
                                   "is fixed")

@@ -25,9 +25,10 @@ from pathlib import Path
 
 from .. import ROOT, facts
 from . import diagnose, distributed, rulebook
+from .rulebook import RuleId
 from ..facts import roofline
 from ..facts.ranks import Ranks, read_ranks
-from .findings import CAUSES_OF_IDLE, GPU_SIDE, ISSUE, Finding
+from .findings import CAUSES_OF_IDLE, GPU_SIDE, Finding, Severity
 from ..reader.trace import Trace, read_trace
 
 EXAM = ROOT / "traces" / "exam"
@@ -39,7 +40,7 @@ SET_VAR = "PROFILING_REFERENCE"
 NOTEBOOK = "17"  # helpers.lesson.journal.EXAM says the same (tests/test_exam.py); advice imports no screen
 
 #: the bound of one trace: the balance's verdicts as the lessons word them
-BOUND_CHOICES = [rulebook.VERDICTS["cpu-bound"], rulebook.VERDICTS["gpu-bound"]]
+BOUND_CHOICES = [rulebook.VERDICTS[RuleId.CPU_BOUND], rulebook.VERDICTS[RuleId.GPU_BOUND]]
 _VERDICT_CHOICE = {facts.CPU_BOUND: BOUND_CHOICES[0], facts.GPU_BOUND: BOUND_CHOICES[1]}
 #: the bound of a folder of ranks, beside "rank N": no rank sets the pace
 NO_STRAGGLER = "neither: the ranks keep pace with each other"
@@ -57,13 +58,13 @@ RANKS = "speed up the rank the others wait for"
 FIXES = [LAUNCHES, FUSE, NEAR_PEAK, PRECISION, WORKERS, SYNCS, SHAPES, TEMPORARY, RANKS]
 #: diagnose's first finding -> the first thing to fix (gpu-bound goes by the roofline: :data:`FIX_OF_SHAPE`)
 FIX_OF_RULE = {
-    "cpu-bound": LAUNCHES, "tiny-kernels": LAUNCHES, "compile-tax": LAUNCHES,
-    "input-bound": WORKERS,
-    "hidden-sync": SYNCS,
-    "recompiles": SHAPES,
-    "fp32-gemm": PRECISION,
-    "memory-spike": TEMPORARY,
-    "straggler": RANKS,
+    RuleId.CPU_BOUND: LAUNCHES, RuleId.TINY_KERNELS: LAUNCHES, RuleId.COMPILE_TAX: LAUNCHES,
+    RuleId.INPUT_BOUND: WORKERS,
+    RuleId.HIDDEN_SYNC: SYNCS,
+    RuleId.RECOMPILES: SHAPES,
+    RuleId.FP32_GEMM: PRECISION,
+    RuleId.MEMORY_SPIKE: TEMPORARY,
+    RuleId.STRAGGLER: RANKS,
 }
 #: a GPU-bound first finding: what the roofline says holds most of the kernel time -> the fix
 FIX_OF_SHAPE = {roofline.MEMORY_BOUND: FUSE, roofline.COMPUTE_BOUND: NEAR_PEAK}
@@ -182,7 +183,7 @@ class Key:
 
 def fix_for(first: Finding, shape: roofline.Dominant | None = None) -> str:
     """The fix choice that answers diagnose's first finding (``shape``: the roofline's verdict, for gpu-bound)."""
-    if first.rule == "gpu-bound":
+    if first.rule == RuleId.GPU_BOUND:
         fix = FIX_OF_SHAPE.get(shape.bound) if shape is not None else None
         if fix is None:
             raise ExamError("a GPU-bound first finding whose kernels the roofline does not call memory- or "
@@ -209,7 +210,7 @@ def answer_key(x: Loaded) -> Key:
         raise ExamError(f"{x.item.name}: the balance gives no CPU- or GPU-bound verdict ({b.verdict})")
     if not found:
         raise ExamError(f"{x.item.name}: diagnose finds nothing to fix in this trace")
-    shape = roofline.dominant(roofline.roofline(t)) if found[0].rule == "gpu-bound" else None
+    shape = roofline.dominant(roofline.roofline(t)) if found[0].rule == RuleId.GPU_BOUND else None
     return Key(x.item, _VERDICT_CHOICE[b.verdict], fix_for(found[0], shape), found, shape, b, t.device_name)
 
 
@@ -221,7 +222,7 @@ def why(k: Key) -> str:
     """Why diagnose puts its first finding first, and what that makes the first fix: plain text, from the findings."""
     f = k.first
     rules = [x.rule for x in k.findings]
-    others = [x for x in k.findings[1:] if x.severity == ISSUE]
+    others = [x for x in k.findings[1:] if x.severity == Severity.ISSUE]
     out = []
     if f.share is not None:
         rest = ("; the other issues: " + ", ".join(x.rule + (f" ({x.share:.0%})" if x.share is not None else "")
@@ -230,16 +231,16 @@ def why(k: Key) -> str:
     elif not others:
         out.append("It cannot size itself in time, but it is the only issue here: the other findings are notes, and "
                    "issues rank before notes.")
-    cpu = next((x for x in k.findings if x.rule == "cpu-bound"), None)
+    cpu = next((x for x in k.findings if x.rule == RuleId.CPU_BOUND), None)
     if f.rule in CAUSES_OF_IDLE and cpu is not None and cpu.share is not None:
         out.append(f"The run is CPU-bound ({cpu.amount}), and this finding explains most of that idle time, so "
                    "diagnose names it before the verdict: fewer or larger launches would miss the cause.")
-    if f.rule == "cpu-bound":
-        tiny = next((x for x in k.findings if x.rule == "tiny-kernels"), None)
+    if f.rule == RuleId.CPU_BOUND:
+        tiny = next((x for x in k.findings if x.rule == RuleId.TINY_KERNELS), None)
         out.append("No finding explains most of the GPU's idle time, so the verdict itself is what to act on: the "
                    "GPU waits while the CPU prepares and launches work"
                    + (f" (tiny-kernels: {tiny.evidence[0]})." if tiny is not None else "."))
-    if f.rule == "gpu-bound" and k.shape is not None:
+    if f.rule == RuleId.GPU_BOUND and k.shape is not None:
         if k.shape.bound == roofline.MEMORY_BOUND:
             out.append(f"The verdict alone does not say what to change; the roofline does: the kernels move bytes "
                        f"at a median {k.shape.of_roof:.0%} of the memory roof, so only moving fewer bytes (fusing "
@@ -248,18 +249,18 @@ def why(k: Key) -> str:
             out.append(f"The verdict alone does not say what to change; the roofline does: the kernels run at a "
                        f"median {k.shape.of_roof:.0%} of the {' and '.join(k.shape.roofs)} peak, so no cheap change "
                        f"buys much (at most {1 / k.shape.of_roof:.2g}x with the same arithmetic in the same precision).")
-    if f.rule in GPU_SIDE and "gpu-bound" in rules:
+    if f.rule in GPU_SIDE and RuleId.GPU_BOUND in rules:
         pk = roofline.peaks(k.gpu)
         roofs = pk.compute_tflops if pk else {}
         faster = (f" ({k.gpu}'s datasheet: {roofs[roofline.ROOF_TF32]:g} TFLOP/s on TF32 tensor cores, "
                   f"{roofs[roofline.ROOF_16]:g} in 16 bits, against {roofs[roofline.ROOF_FP32]:g} on the FP32 CUDA "
-                  "cores)" if f.rule == "fp32-gemm" and {roofline.ROOF_TF32, roofline.ROOF_16, roofline.ROOF_FP32}
+                  "cores)" if f.rule == RuleId.FP32_GEMM and {roofline.ROOF_TF32, roofline.ROOF_16, roofline.ROOF_FP32}
                   <= set(roofs) else "")
         out.append(f"The GPU sets the pace here (GPU-bound), so faster GPU work shortens the step{faster}.")
-    if f.rule == "hidden-sync" and k.balance is not None and k.balance.verdict == facts.GPU_BOUND:
+    if f.rule == RuleId.HIDDEN_SYNC and k.balance is not None and k.balance.verdict == facts.GPU_BOUND:
         out.append("By its totals the run is GPU-bound, yet after each wait the GPU idles until the CPU launches "
                    "again: an issue that costs time ranks before the GPU-bound note.")
-    if f.rule == "straggler":
+    if f.rule == RuleId.STRAGGLER:
         out.append("The other rank's collectives last longer by about the late rank's delay: that wait is the time "
                    "to win back, on the late rank.")
     return " ".join(out)

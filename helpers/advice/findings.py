@@ -7,12 +7,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .. import facts
+from .. import Word, facts
 from . import rulebook
+from .rulebook import RuleId
 from ..reader.trace import Trace
 
-ISSUE = "issue"  # something costs time that could be won back
-NOTE = "note"  # something to know while reading the trace; not a problem in itself
+
+class Severity(Word):
+    """What kind of finding it is."""
+
+    ISSUE = "issue"  # something costs time that could be won back
+    NOTE = "note"  # something to know while reading the trace; not a problem in itself
+
 
 #: an issue that accounts for less than this share of the step time (or window) is reported as a note
 NOTE_BELOW = 0.05
@@ -23,16 +29,16 @@ IDLE_NOTE = 0.25
 CAUSE_SHARE = 0.5
 #: the rules whose time is part of the GPU's idle time in a CPU-bound run (recompiles: sized by the compile spans,
 #: during which the CPU launches nothing)
-CAUSES_OF_IDLE = ("input-bound", "hidden-sync", "compile-tax", "recompiles", "cold-start")
+CAUSES_OF_IDLE = (RuleId.INPUT_BOUND, RuleId.HIDDEN_SYNC, RuleId.COMPILE_TAX, RuleId.RECOMPILES, RuleId.COLD_START)
 #: the rules about the GPU's own work: they matter once the GPU sets the pace
-GPU_SIDE = ("fp32-gemm", "kernel-variance", "addmm-bias-copy")
+GPU_SIDE = (RuleId.FP32_GEMM, RuleId.KERNEL_VARIANCE, RuleId.ADDMM_BIAS_COPY)
 
 
 @dataclass
 class Finding:
-    rule: str
+    rule: RuleId
     title: str
-    severity: str
+    severity: Severity
     evidence: list[str]
     next: str
     notebook: str = ""  # where the series teaches it: the cheat sheet's row for the rule (helpers/advice/rulebook.py)
@@ -41,6 +47,8 @@ class Finding:
     base: str = ""  # what the share is of: "the recorded steps", "the recorded window"
 
     def __post_init__(self) -> None:
+        # a rule id or severity given as its word ("cpu-bound") is taken, and a misspelt one fails here
+        self.rule, self.severity = RuleId(self.rule), Severity(self.severity)
         if not self.notebook:
             self.notebook = rulebook.notebook_of(self.rule)
 
@@ -108,10 +116,10 @@ def rank(found: list[Finding]) -> list[Finding]:
     which then says so: the cause is the thing to fix.
     """
     for f in found:
-        if f.severity == ISSUE and f.share is not None and f.share < NOTE_BELOW:
-            f.severity = NOTE
-    ordered = sorted(found, key=lambda f: (f.severity != ISSUE, f.share is None, -(f.share or 0.0)))
-    cpu = next((f for f in ordered if f.rule == "cpu-bound" and f.severity == ISSUE), None)
+        if f.severity == Severity.ISSUE and f.share is not None and f.share < NOTE_BELOW:
+            f.severity = Severity.NOTE
+    ordered = sorted(found, key=lambda f: (f.severity != Severity.ISSUE, f.share is None, -(f.share or 0.0)))
+    cpu = next((f for f in ordered if f.rule == RuleId.CPU_BOUND and f.severity == Severity.ISSUE), None)
     if cpu is not None:
         # While the GPU waits for the CPU, faster kernels do not shorten the step: they come after the verdict.
         gpu_side = [f for f in ordered if f.rule in GPU_SIDE and ordered.index(f) < ordered.index(cpu)]
@@ -121,8 +129,8 @@ def rank(found: list[Finding]) -> list[Finding]:
             f.evidence.append("the run is CPU-bound (the GPU waits for the CPU): faster GPU work shortens the step "
                               "only once the CPU side no longer sets the pace")
     if cpu is not None and cpu.share:
-        causes = [f for f in ordered if f.rule in CAUSES_OF_IDLE and f.severity == ISSUE and f.share is not None
-                  and f.share >= CAUSE_SHARE * cpu.share]
+        causes = [f for f in ordered if f.rule in CAUSES_OF_IDLE and f.severity == Severity.ISSUE
+                  and f.share is not None and f.share >= CAUSE_SHARE * cpu.share]
         if causes:
             ordered.remove(cpu)
             ordered.insert(ordered.index(causes[-1]) + 1, cpu)

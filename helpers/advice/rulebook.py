@@ -12,6 +12,36 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import Word
+
+
+class RuleId(Word):
+    """A diagnose rule's id, as ``diagnose``, ``--json``, the cheat sheet and the exam's key name it."""
+
+    CPU_BOUND = "cpu-bound"
+    GPU_BOUND = "gpu-bound"
+    COLD_START = "cold-start"
+    PROFILER_BUFFER = "profiler-buffer"
+    PROFILER_FLUSH = "profiler-flush"
+    OCCUPANCY_QUERIES = "occupancy-queries"
+    KERNEL_VARIANCE = "kernel-variance"
+    ADDMM_BIAS_COPY = "addmm-bias-copy"
+    COMPILE_CACHE_HITS = "compile-cache-hits"
+    RECOMPILES = "recompiles"
+    GRAPH_BREAKS = "graph-breaks"
+    COMPILE_TAX = "compile-tax"
+    TINY_KERNELS = "tiny-kernels"
+    HIDDEN_SYNC = "hidden-sync"
+    FP32_GEMM = "fp32-gemm"
+    UNFUSED_OPTIMIZER = "unfused-optimizer"
+    MEMORY_SPIKE = "memory-spike"
+    INPUT_BOUND = "input-bound"
+    PAGEABLE_COPIES = "pageable-copies"
+    INSIDE_COLLECTIVES = "inside-collectives"
+    COMMUNICATION_BOUND = "communication-bound"
+    LOW_OVERLAP = "low-overlap"
+    STRAGGLER = "straggler"
+
 
 @dataclass(frozen=True)
 class Row:
@@ -20,7 +50,7 @@ class Row:
     you_see: str
     means: str
     tries: str
-    rules: tuple[str, ...]  # the diagnose rules that find it; empty for a reading hint
+    rules: tuple[RuleId, ...]  # the diagnose rules that find it; empty for a reading hint
     where: str | None  # for a reading hint: where the series shows it ("(dispatch chain)")
     notebooks: tuple[str, ...]  # "02", ...: the notebooks that teach it, the first one first
 
@@ -33,26 +63,26 @@ ROWS: tuple[Row, ...] = (
               'input, hidden syncs, the compile tax, recompiling, a cold start)',
         tries='more work per launch (bigger batches), fewer launches (fusion, `torch.compile`, CUDA graphs); faster'
               ' kernels do not help until the GPU sets the pace',
-        rules=('cpu-bound',), where=None, notebooks=('02',)),
+        rules=(RuleId.CPU_BOUND,), where=None, notebooks=('02',)),
     Row(
         you_see='Self CUDA total comparable to Self CPU total; GPU lane packed',
         means='**GPU-bound**: kernels set the pace',
         tries="look at the longest kernels: how near each comes to the GPU's peaks (the roofline in `summarize`), "
               'then shapes, dtype, kernel choice, fusion',
-        rules=('gpu-bound',), where=None, notebooks=('02',)),
+        rules=(RuleId.GPU_BOUND,), where=None, notebooks=('02',)),
     Row(
         you_see='The first recorded step is much wider than the rest; a gap between the annotation and its first op',
         means="**one-time costs** in the recording: the program's start-up (the set-up calls inside the step name "
               "it), or, after warm-up, possibly the profiler's own first recorded step (notebook 03 tests which)",
         tries='warm up before profiling; `schedule(wait=1, warmup=1, ...)`; then check the trace again',
-        rules=('cold-start',), where=None, notebooks=('03',)),
+        rules=(RuleId.COLD_START,), where=None, notebooks=('03',)),
     Row(
         you_see='`Activity Buffer Request`',
         means="CUPTI's own overhead record: time spent getting a buffer for GPU activity records ([CUPTI activity "
               'API](https://docs.nvidia.com/cupti/api/group__CUPTI__ACTIVITY__API.html), '
               '`CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST`)',
         tries='not your code; `wait`/`warmup` move it out of the recorded steps',
-        rules=('profiler-buffer',), where=None, notebooks=('03',)),
+        rules=(RuleId.PROFILER_BUFFER,), where=None, notebooks=('03',)),
     Row(
         you_see='A long `cudaDeviceSynchronize` at the very end',
         means="the profiler's own synchronize before it stops ([`torch.autograd.profiler.profile.__exit__`](https:/"
@@ -61,7 +91,7 @@ ROWS: tuple[Row, ...] = (
               'A100: 1.78 ms over 26 µs of GPU work at 64 × 64; on the H200 reference set the same call at 64 × 64 '
               'is a small fraction of that: notebook 04 reads it for your GPU)',
         tries="do not count it against your code; judge the run by the GPU's idle share over the whole window",
-        rules=('profiler-flush',), where=None, notebooks=('04',)),
+        rules=(RuleId.PROFILER_FLUSH,), where=None, notebooks=('04',)),
     Row(
         you_see='Long arrows from launch calls to kernels on a busy GPU',
         means='the CPU runs ahead and kernels queue: good',
@@ -78,7 +108,7 @@ ROWS: tuple[Row, ...] = (
               ' while it sets itself up, in the first step, on the H200 reference set',
         tries='every step: a CPU cost per call, and the kernels after them are library kernels to judge by '
               'resources and throughput; first step only: set-up, keep it out of the recording',
-        rules=('occupancy-queries',), where=None, notebooks=('06',)),
+        rules=(RuleId.OCCUPANCY_QUERIES,), where=None, notebooks=('06',)),
     Row(
         you_see='The launch call (`cudaLaunchKernel`, `cuLaunchKernel`, `cuLaunchKernelEx`, `hipLaunchKernel`)',
         means='only which API the library chose: it does **not** tell heavy from light (on the H200 reference set '
@@ -103,7 +133,7 @@ ROWS: tuple[Row, ...] = (
         means="causes to test, not assume (the article's list): clocks at idle and boost, heat, power management, "
               'driver housekeeping, other work on the GPU',
         tries='quote the median; study the outliers apart',
-        rules=('kernel-variance',), where=None, notebooks=('07',)),
+        rules=(RuleId.KERNEL_VARIANCE,), where=None, notebooks=('07',)),
     Row(
         you_see='A `Memcpy DtoD` right before a GEMM, under `aten::addmm`',
         means='**addmm with a full-matrix bias**: ATen copies the bias into the output, then the GEMM adds its '
@@ -111,12 +141,12 @@ ROWS: tuple[Row, ...] = (
               'c/ATen/native/cuda/Blas.cpp))',
         tries="expected from `torch.addmm` or compile's rewrite of matmul + add with a 2-D bias; a 1-D bias (as "
               "`nn.Linear` has) can go to the GEMM's bias epilogue with no copy",
-        rules=('addmm-bias-copy',), where=None, notebooks=('08', '09')),
+        rules=(RuleId.ADDMM_BIAS_COPY,), where=None, notebooks=('08', '09')),
     Row(
         you_see='The same `CompiledFxGraph <hash>` every step',
         means='compile cache hits: one graph reused',
         tries='nothing; read the generated code by its hash',
-        rules=('compile-cache-hits',), where=None, notebooks=('08',)),
+        rules=(RuleId.COMPILE_CACHE_HITS,), where=None, notebooks=('08',)),
     Row(
         you_see='`Torch-Compiled Region: F/N`',
         means="Dynamo's compile id: frame F, compiled for the N-th time after the first ([`CompileId` in "
@@ -124,18 +154,18 @@ ROWS: tuple[Row, ...] = (
               'recompile** (shapes, dtypes or devices changed); several frames (`0/0`, `1/0`) can be **graph '
               'breaks** (or separately compiled functions). Several `CompiledFxGraph` hashes alone can mean either',
         tries='`TORCH_LOGS=recompiles` or `TORCH_LOGS=graph_breaks`; mark dynamic dimensions or keep shapes fixed',
-        rules=('recompiles', 'graph-breaks'), where=None, notebooks=('08',)),
+        rules=(RuleId.RECOMPILES, RuleId.GRAPH_BREAKS), where=None, notebooks=('08',)),
     Row(
         you_see='A compiled region costing more CPU time than the GPU work it launches',
         means='the **compile tax** on tiny work',
         tries='confirm it without the profiler (`torch.utils.benchmark.Timer`), since the profiler inflates CPU '
               'time per op; then compile bigger graphs, batch work, or try `mode="reduce-overhead"` and measure',
-        rules=('compile-tax',), where=None, notebooks=('08',)),
+        rules=(RuleId.COMPILE_TAX,), where=None, notebooks=('08',)),
     Row(
         you_see='Many kernels shorter than their own launch calls',
         means='launch-bound: tiny kernels',
         tries='fuse (a `triton_poi_fused_...` kernel replaces several), batch, CUDA graphs',
-        rules=('tiny-kernels',), where=None, notebooks=('09',)),
+        rules=(RuleId.TINY_KERNELS,), where=None, notebooks=('09',)),
     Row(
         you_see='`aten::t` with no kernel under `aten::linear`',
         means='a transpose that only changes strides (metadata)',
@@ -165,7 +195,7 @@ ROWS: tuple[Row, ...] = (
         tries='read values every N steps, not every step; tensor ops instead of Python branches on tensors; '
               'fixed-size ops instead of boolean masks; [`torch.cuda.set_sync_debug_mode("warn")`](https://docs.pyt'
               'orch.org/docs/stable/generated/torch.cuda.set_sync_debug_mode.html) names the lines',
-        rules=('hidden-sync',), where=None, notebooks=('12',)),
+        rules=(RuleId.HIDDEN_SYNC,), where=None, notebooks=('12',)),
     Row(
         you_see='GEMM kernels named `simt_sgemm`, `ampere_sgemm`, `..._ffma_...` or `gemm_f32f32_f32f32_f32` on a GPU'
                 ' of compute capability 8.0 or later',
@@ -176,7 +206,7 @@ ROWS: tuple[Row, ...] = (
         tries='[`torch.set_float32_matmul_precision("high")`](https://docs.pytorch.org/docs/stable/generated/torch.'
               "set_float32_matmul_precision.html) if float32's last bits do not matter, or autocast to bf16; if the"
               ' GEMMs were meant to be 16-bit, find where their inputs became float32',
-        rules=('fp32-gemm',), where=None, notebooks=('12',)),
+        rules=(RuleId.FP32_GEMM,), where=None, notebooks=('12',)),
     Row(
         you_see='`Optimizer.step#AdamW.step` holding `aten::_foreach_*` ops (foreach) or an `aten::lerp_`, '
                 '`addcdiv_`... per parameter (for-loop)',
@@ -184,7 +214,7 @@ ROWS: tuple[Row, ...] = (
               'parameters: 80 pieces of GPU work in the for-loop, 8 foreach, 2 with `fused=True`)',
         tries='[`AdamW(..., fused=True)`](https://docs.pytorch.org/docs/stable/generated/torch.optim.AdamW.html) '
               '(Adam too); measure the step before and after',
-        rules=('unfused-optimizer',), where=None, notebooks=('12',)),
+        rules=(RuleId.UNFUSED_OPTIMIZER,), where=None, notebooks=('12',)),
     Row(
         you_see='`[memory]` instant events (`profile_memory=True`)',
         means="the allocator's totals after each allocation and free: `summarize` reports each device's peak "
@@ -203,7 +233,7 @@ ROWS: tuple[Row, ...] = (
               'docs/stable/generated/torch.cdist.html) for distances; `torch.compile` can fuse an elementwise chain '
               'into the reduction after it); for activations, [checkpointing](https://docs.pytorch.org/docs/stable/'
               'checkpoint.html)',
-        rules=('memory-spike',), where=None, notebooks=('13',)),
+        rules=(RuleId.MEMORY_SPIKE,), where=None, notebooks=('13',)),
     Row(
         you_see='`enumerate(DataLoader)#..._next__` spans taking much of each step, the GPU lane empty under them',
         means='**input-bound**: the GPU waits for the next batch; `_SingleProcessDataLoaderIter` means the main '
@@ -212,7 +242,7 @@ ROWS: tuple[Row, ...] = (
         tries='[`DataLoader(num_workers=N, persistent_workers=True)`](https://docs.pytorch.org/docs/stable/data.htm'
               'l#single-and-multi-process-data-loading), cheaper samples; then check that the span shrinks to a '
               'queue read',
-        rules=('input-bound',), where=None, notebooks=('14',)),
+        rules=(RuleId.INPUT_BOUND,), where=None, notebooks=('14',)),
     Row(
         you_see='`Memcpy HtoD (Pageable -> Device)`',
         means='copies from **pageable** host memory: the driver stages them, the CPU waits for them, and they run '
@@ -221,7 +251,7 @@ ROWS: tuple[Row, ...] = (
         tries='`DataLoader(pin_memory=True)` and `.to(device, non_blocking=True)` '
               '([tutorial](https://docs.pytorch.org/tutorials/intermediate/pinmem_nonblock.html): pinning each '
               'tensor yourself costs time too)',
-        rules=('pageable-copies',), where=None, notebooks=('14',)),
+        rules=(RuleId.PAGEABLE_COPIES,), where=None, notebooks=('14',)),
     Row(
         you_see="One rank's trace with most of its GPU time inside NCCL kernels",
         means="**inside collectives**: a collective's kernel runs until every rank has entered it, so its time "
@@ -229,34 +259,35 @@ ROWS: tuple[Row, ...] = (
               'it gets no CPU- or GPU-bound verdict',
         tries="read every rank's trace together (`python -m helpers diagnose FOLDER`): a straggler comes first "
               'there, the rest is worded as what remains once it is fixed',
-        rules=('inside-collectives',), where=None, notebooks=('15',)),
+        rules=(RuleId.INSIDE_COLLECTIVES,), where=None, notebooks=('15',)),
     Row(
         you_see='In a folder of ranks, a rank whose GPU is mostly inside NCCL kernels, little else running',
         means='**communication-bound**: the rank waits on communication (transfer, or other ranks); its time in '
               'collectives is not compute, and `summarize` leaves it out of the GPU-bound verdict',
         tries="read every rank's trace together (`python -m helpers diagnose FOLDER`) to see who waits for whom; "
               "overlap collectives with compute ([DDP's buckets](https://pytorch.org/docs/stable/notes/ddp.html))",
-        rules=('communication-bound',), where=None, notebooks=('15',)),
+        rules=(RuleId.COMMUNICATION_BOUND,), where=None, notebooks=('15',)),
     Row(
         you_see='NCCL kernels alone on the GPU timeline, no compute kernels beside them',
         means='**low overlap**: communication not hidden behind compute',
         tries="launch collectives while independent compute remains (`async_op=True`, `wait()` late; DDP's "
               '`bucket_cap_mb`)',
-        rules=('low-overlap',), where=None, notebooks=('15',)),
+        rules=(RuleId.LOW_OVERLAP,), where=None, notebooks=('15',)),
     Row(
         you_see='The same collective lasts longer on some ranks than on one other',
         means='a **straggler**: the rank that enters last makes the others wait inside the collective (`diagnose '
               'FOLDER` matches collectives across ranks on one clock)',
         tries='look at what the late rank does before it: its GPU work, CPU side, input; test whether the work is '
               'split evenly',
-        rules=('straggler',), where=None, notebooks=('15',)),
+        rules=(RuleId.STRAGGLER,), where=None, notebooks=('15',)),
 )
 
 #: the verdicts on a run's CPU/GPU balance, as the lessons offer them
-VERDICTS = {"cpu-bound": "CPU-bound: the GPU waits for the CPU", "gpu-bound": "GPU-bound: the kernels set the pace"}
+VERDICTS = {RuleId.CPU_BOUND: "CPU-bound: the GPU waits for the CPU",
+            RuleId.GPU_BOUND: "GPU-bound: the kernels set the pace"}
 
 
-def notebook_of(rule: str) -> str:
+def notebook_of(rule: RuleId) -> str:
     """The notebook that teaches a diagnose rule (the first of its row's)."""
     for row in ROWS:
         if rule in row.rules:
@@ -264,7 +295,7 @@ def notebook_of(rule: str) -> str:
     raise KeyError(f"{rule}: no row of the cheat sheet (helpers/advice/rulebook.py) names this rule")
 
 
-def rule_ids() -> list[str]:
+def rule_ids() -> list[RuleId]:
     """Every diagnose rule the sheet lists, in the sheet's order."""
     return [r for row in ROWS for r in row.rules]
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from .. import ROOT
+from .. import ROOT, Word
 from ..runs.mode import ModeError, environment
 from ..runs.stopwatch import STOPWATCH_VAR
 from . import breakdown
@@ -38,10 +38,17 @@ NOTEBOOKS = ROOT / "notebooks"
 REPORT = ROOT / "preflight"
 
 
+class Ran(Word):
+    """How a notebook's run ended."""
+
+    OK = "ok"
+    FAILED = "FAILED"
+
+
 @dataclass
 class Result:
     notebook: str
-    status: str  # "ok" or "FAILED"
+    status: Ran
     seconds: float
     gpu: str
     error: str = ""
@@ -122,22 +129,22 @@ def run_notebook(path: Path, out_dir: Path, index: int, total: int, timeout: int
                             on_cell_start=on_cell_start, on_cell_executed=on_cell_executed)
     if not sys.stdout.isatty():
         print(f"[{index:>2}/{total}] {name}: running", flush=True)
-    status, error = "ok", ""
+    status, error = Ran.OK, ""
     try:
         client.execute()
     except CellExecutionError as e:
-        status = "FAILED"
+        status = Ran.FAILED
         lines = [ln for ln in re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip().splitlines() if ln.strip()]
         error = f"cell {started[0]}: {lines[-1] if lines else 'error'}"
     except CellTimeoutError:
-        status, error = "FAILED", f"cell {started[0]}: took longer than {timeout} s"
+        status, error = Ran.FAILED, f"cell {started[0]}: took longer than {timeout} s"
     except DeadKernelError as e:
-        status, error = "FAILED", f"cell {started[0]}: the kernel died ({e})"
+        status, error = Ran.FAILED, f"cell {started[0]}: the kernel died ({e})"
     secs = time.perf_counter() - start
     _progress(f"[{index:>2}/{total}] {name:<32} {status:<6} {secs:6.1f} s", final=True)
     _write_html(nb, out_dir / f"{name}.html")
     nbformat.write(nb, out_dir / f"{name}.ipynb")  # the executed notebook too: open it to read what ran live
-    return Result(name, status, secs, _where(), error, started[0] - (status != "ok"),
+    return Result(name, status, secs, _where(), error, started[0] - (status is not Ran.OK),
                   (first_cell[0] or time.perf_counter()) - start)
 
 
@@ -197,7 +204,7 @@ def table(results: list[Result]) -> str:
         lines.append(f"{r.notebook:<{w}}  {r.status:<6}  {r.seconds:>7.1f}  {r.gpu}")
     lines.append(f"{'total':<{w}}  {'':<6}  {sum(r.seconds for r in results):>7.1f}")
     for r in results:
-        if r.status != "ok":
+        if r.status is not Ran.OK:
             lines.append(f"FAILED {r.notebook}: {r.error}")
     return "\n".join(lines)
 
@@ -205,7 +212,7 @@ def table(results: list[Result]) -> str:
 def _write_index(results: list[Result], out_dir: Path) -> Path:
     rows = "".join(
         f"<tr><td><a href='{html.escape(r.notebook)}.html'>{html.escape(r.notebook)}</a></td>"
-        f"<td style='color:{'#1a7f37' if r.status == 'ok' else '#b00'}'>{r.status}</td>"
+        f"<td style='color:{'#1a7f37' if r.status is Ran.OK else '#b00'}'>{r.status}</td>"
         f"<td style='text-align:right'>{r.seconds:.1f}</td><td>{html.escape(r.gpu)}</td>"
         f"<td>{html.escape(r.error)}</td></tr>" for r in results)
     page = (f"<!doctype html><meta charset='utf-8'><title>Pre-flight</title>"
@@ -262,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         (out / "breakdown.txt").write_text(breakdown.table(splits) + "\n")
         print("\nWhere the time went (seconds):\n" + breakdown.table(splits))
     print(f"\nHTML report: {index}")
-    return 0 if all(r.status == "ok" for r in results) else 1
+    return 0 if all(r.status is Ran.OK for r in results) else 1
 
 
 if __name__ == "__main__":

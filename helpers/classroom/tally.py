@@ -18,6 +18,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from ..facts.measure import Status
 from ..lesson.journal import EXAM, status_of
 from .journals import Gathered, Journal, RoomError
 
@@ -32,7 +33,7 @@ class Answer:
     hit: bool | None
     actual: Any  # what this learner's trace showed, None when the journal does not say
     gpu: str | None
-    status: str = "open"  # held, missed, inconclusive (a timing within its noise) or open
+    status: Status = Status.OPEN  # held, missed, inconclusive (a timing within its noise) or open
 
 
 @dataclass
@@ -83,12 +84,12 @@ class Question:
 
     def held(self) -> tuple[int, int]:
         """Predictions that held, and predictions graded right or wrong (inconclusive and open ones are not)."""
-        judged = [a.hit for a in self.answers if a.hit is not None and a.status != "inconclusive"]
+        judged = [a.hit for a in self.answers if a.hit is not None and a.status is not Status.INCONCLUSIVE]
         return sum(1 for h in judged if h is True), len(judged)
 
     def inconclusive(self) -> int:
         """Answers whose measurement was within its noise on the learner's machine: counted apart."""
-        return sum(1 for a in self.answers if a.status == "inconclusive")
+        return sum(1 for a in self.answers if a.status is Status.INCONCLUSIVE)
 
     def held_text(self) -> str:
         hits, judged = self.held()
@@ -279,8 +280,7 @@ class ExamRow:
 
 def _graded(e: dict | None) -> bool | None:
     """A first answer's grade: True held, False missed, None not answered or not graded."""
-    st = status_of(e) if isinstance(e, dict) else None
-    return {"held": True, "missed": False}.get(st) if st else None
+    return status_of(e).hit if isinstance(e, dict) else None
 
 
 def exam_rows(g: Gathered) -> list[ExamRow]:

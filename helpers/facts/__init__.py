@@ -21,20 +21,20 @@ straggler), :mod:`.ranks` (a folder of rank traces read together) and
 
 from __future__ import annotations
 
-from .steps import (Gap, Step, _STEP, _gpu_busy_spans, _median, annotation_gaps, gpu_busy_per_step, gpu_work,
-                    main_thread, median_step_us, self_cpu_us, steps, window)
+from .steps import (Gap, Step, annotation_gaps, gpu_busy_per_step, gpu_work, main_thread, median_step_us, self_cpu_us,
+                    steps, window)
 from .balance import (Balance, COLLECTIVE_SHARE, CPU_BOUND, GPU_BOUND, GPU_BOUND_RATIO, IN_COLLECTIVES, balance,
                       collective_work)
-from .kernels import (KernelStat, KindStat, Resources, _KIND_CACHE, _classify, _dims, _number, _resources,
-                      _work_by_name, copies, durations, kernels, kernels_by_kind, kind_of, launching_op)
-from .launches import (CallStat, Latency, Launch, Node, _node, dispatch_chain, launch_latency, launches, ops_per_call,
+from .kernels import (CopyStat, KernelStat, KindStat, Resources, copies, durations, kernels, kernels_by_kind, kind_of,
+                      launching_op)
+from .launches import (CallStat, Latency, Launch, Node, dispatch_chain, launch_latency, launches, ops_per_call,
                        runtime_calls)
-from .compiled import (COMPILE_MARKERS, COMPILE_SPANS, COMPILE_SPAN_SUFFIX, CompileTime, Compiled, _FX_HASH, _REGION,
-                       compile_time, compiled, compiled_region_counts, recompiles)
-from .occupancy import (EstimateSplit, Occupancy, _no_occupancy, _round_up, estimate_by_shared_memory, occupancy,
-                        theoretical_occupancy)
-from .summary import Artifacts, CounterRanges, Summary, artifacts, counter_ranges, summarize
-from .per_call import (GpuTwin, OpTime, _innermost_op, calls_in, child_ops, gpu_time_by_top_op, gpu_time_per_call,
-                       gpu_time_under, gpu_twin, gpu_work_per_step, label_spans, launches_under,
-                       occupancy_queries_by_step, op_times, ops_around, per_call_us, self_cpu_without_closing_sync,
-                       settle_index, steady_spans, top_kernel, work_per_call)
+from .compiled import (COMPILE_MARKERS, COMPILE_SPANS, COMPILE_SPAN_SUFFIX, CompileTime, Compiled, compile_time,
+                       compiled, compiled_region_counts, recompiles)
+from .occupancy import EstimateSplit, Occupancy, estimate_by_shared_memory, occupancy, theoretical_occupancy
+from .summary import (Artifacts, BufferRequest, ClosingSync, CounterRanges, Summary, artifacts, counter_ranges,
+                      summarize)
+from .per_call import (GpuTwin, OpTime, calls_in, child_ops, gpu_time_by_top_op, gpu_time_per_call, gpu_time_under,
+                       gpu_twin, gpu_work_per_step, label_spans, launches_under, occupancy_queries_by_step, op_times,
+                       ops_around, per_call_us, self_cpu_without_closing_sync, settle_index, steady_spans, top_kernel,
+                       work_per_call)

@@ -19,7 +19,7 @@ import itertools
 from typing import Any, Callable, Sequence
 
 from .. import facts
-from .measure import HELD, INCONCLUSIVE, MIN_SAMPLES, MISSED, Graded, Spread, grade_choice, ratio_range
+from .measure import Graded, MIN_SAMPLES, Spread, Status, grade_choice, ratio_range
 from ..reader.categories import ANNOTATION, CPU_OP
 from ..reader.trace import Trace
 
@@ -75,14 +75,14 @@ def grade_each(answer: Any, samples: Sequence[Any], choose: Callable[[Any], Any]
     """
     picks = [choose(s) for s in samples]
     if len(picks) < MIN_SAMPLES:
-        return Graded(INCONCLUSIVE, picks[0] if picks else None,
+        return Graded(Status.INCONCLUSIVE, picks[0] if picks else None,
                       f"only {len(picks)} combinations of {what}: too few to grade")
     top = max(set(picks), key=picks.count)
     share = picks.count(top) / len(picks)
     if share < 0.75:
-        return Graded(INCONCLUSIVE, top, f"{what}: {share:.0%} of the {len(picks)} combinations give '{top}', the "
-                                         "rest another answer")
-    return Graded(HELD if answer == top else MISSED, top,
+        return Graded(Status.INCONCLUSIVE, top, f"{what}: {share:.0%} of the {len(picks)} combinations give "
+                                                f"'{top}', the rest another answer")
+    return Graded(Status.HELD if answer == top else Status.MISSED, top,
                   f"{what}: {share:.0%} of the {len(picks)} combinations give '{top}'")
 
 
@@ -94,15 +94,15 @@ def grade_extreme(answer: Any, spreads: dict[str, Spread], *, largest: bool = Tr
     """
     ranked = sorted((k for k in spreads if spreads[k].n), key=lambda k: spreads[k].median, reverse=largest)
     if len(ranked) < 2:
-        return Graded(INCONCLUSIVE, ranked[0] if ranked else None, "fewer than two figures to compare")
+        return Graded(Status.INCONCLUSIVE, ranked[0] if ranked else None, "fewer than two figures to compare")
     top, second = ranked[0], ranked[1]
     r = ratio_range(spreads[top], spreads[second]) if largest else ratio_range(spreads[second], spreads[top])
     f = lambda v: f"{v:.2f}x"  # noqa: E731
     said = f"{top} over {second}" if largest else f"{second} over {top}"
     g = grade_choice("yes", r, [1.0], ["no", "yes"], fmt=f)
     if not g.conclusive or g.actual != "yes":
-        return Graded(INCONCLUSIVE, top, f"{top} and {second} overlap: {said} is {r.text(f)}, every pairing of "
+        return Graded(Status.INCONCLUSIVE, top, f"{top} and {second} overlap: {said} is {r.text(f)}, every pairing of "
                                          "their calls")
-    return Graded(HELD if answer == top else MISSED, top,
+    return Graded(Status.HELD if answer == top else Status.MISSED, top,
                   f"{top} is the {'largest' if largest else 'smallest'}: {said} is {r.text(f)}, every pairing of "
                   "their calls, its middle half above 1")

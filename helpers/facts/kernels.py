@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from . import kernel_kinds as kk
 from ..reader import vector
@@ -163,23 +163,31 @@ def durations(trace: Trace, kind: str | None = None, name: str | None = None) ->
     return [trace.dur[j] for j in idx]
 
 
-def copies(trace: Trace) -> list[dict]:
-    """Memory copies and fills by name: count and bytes moved."""
-    acc: dict[str, dict] = {}
+@dataclass
+class CopyStat:
+    """One name of copy or fill on the GPU: how often, how many bytes, how long."""
+
+    name: str
+    kind: str  # helpers.facts.kernel_kinds: COPY, FILL...
+    count: int = 0
+    bytes: int = 0  # summed over the calls that record a size
+    total_us: float = 0.0
+    sizes: dict[int, int] = field(default_factory=dict)  # bytes per call -> calls of that size; {} when none recorded
+
+
+def copies(trace: Trace) -> list[CopyStat]:
+    """Memory copies and fills by name: count and bytes moved, the longest in all first."""
+    acc: dict[str, CopyStat] = {}
     value = trace.args.value
     for j in trace.on_gpu((MEMCPY, MEMSET)):
         name = trace.name_of(j)
         b = value(j, "bytes")
         row = acc.get(name)
         if row is None:
-            row = acc[name] = {"name": name, "kind": kk.classify(name, trace.group_of(j)),
-                               "count": 0, "bytes": 0, "total_us": 0.0, "sizes": Counter()}
-        row["count"] += 1
-        row["total_us"] += trace.dur[j]
+            row = acc[name] = CopyStat(name, kk.classify(name, trace.group_of(j)))
+        row.count += 1
+        row.total_us += trace.dur[j]
         if isinstance(b, int):
-            row["bytes"] += b
-            row["sizes"][b] += 1
-    out = list(acc.values())
-    for r in out:
-        r["sizes"] = dict(r["sizes"])
-    return sorted(out, key=lambda r: -r["total_us"])
+            row.bytes += b
+            row.sizes[b] = row.sizes.get(b, 0) + 1
+    return sorted(acc.values(), key=lambda r: -r.total_us)

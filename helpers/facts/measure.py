@@ -4,9 +4,11 @@ A time is a measurement with a spread. On a busy laptop or a shared hub one
 sample can be off by a factor of ten, so every timing a notebook compares
 goes through here:
 
-* :func:`interleave` times several calls round-robin with no profiler
-  running (A, B, C, A, B, C...), each round a short block of back-to-back
-  calls, so that whatever else the machine does falls on every side alike;
+* :class:`Measured` holds several calls timed round-robin with no
+  profiler running (A, B, C, A, B, C...), each round a short block of
+  back-to-back calls, so that whatever else the machine does falls on every
+  side alike (:func:`helpers.runs.rounds.interleave` times them: it runs
+  torch, so it lives with the runs);
 * :class:`Spread` holds one figure's samples: median and quartiles (the
   interquartile range, IQR), and says it in words;
 * :func:`per_round` divides two interleaved spreads round by round: calls
@@ -15,28 +17,57 @@ goes through here:
 * :func:`grade_choice` and :func:`grade_number` grade a prediction against a
   spread: *held* or *missed* only when the whole interquartile range gives
   the same answer, otherwise *inconclusive here*;
-* :func:`conditions` and :func:`one_thread`: the thread count and the
-  machine's load shown beside each figure, and one thread for the CPU
-  micro-benchmarks (other work on the cores then disturbs them less).
+* :class:`Status`: what a graded prediction is (held, missed, inconclusive
+  here, or open: no right or wrong), as the journal, the room and the
+  reveals say it;
+* :func:`conditions`: the thread count and the machine's load shown beside
+  each figure.
 
-Nothing here imports torch until a call is timed: the grading works on
-recorded samples anywhere.
+Nothing here imports torch: the grading works on recorded samples anywhere.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import statistics
-import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
+
+from .. import Word
 
 #: the fewest samples a spread may be graded on: one sample is not a measurement
 MIN_SAMPLES = 5
 
-HELD, MISSED, INCONCLUSIVE = "held", "missed", "inconclusive"
+
+class Status(Word):
+    """What a prediction came to. Its value is the word the journal, ``--json`` and the room keep."""
+
+    HELD = "held"
+    MISSED = "missed"
+    INCONCLUSIVE = "inconclusive"  # a timing whose spread is as wide as the effect asked about: graded neither way
+    OPEN = "open"  # no right or wrong (a hypothesis to discuss)
+
+    @classmethod
+    def of(cls, hit: "bool | None") -> "Status":
+        """The status a plain verdict gives: True held, False missed, None open."""
+        return cls.HELD if hit is True else cls.MISSED if hit is False else cls.OPEN
+
+    @classmethod
+    def parse(cls, value: Any) -> "Status | None":
+        """``value`` as a status (a journal's word), or None when it is none."""
+        try:
+            return cls(value)
+        except ValueError:
+            return None
+
+    @property
+    def hit(self) -> "bool | None":
+        """True held, False missed, None for the rest (inconclusive, open)."""
+        return True if self is Status.HELD else False if self is Status.MISSED else None
+
+
+HELD, MISSED, INCONCLUSIVE = Status.HELD, Status.MISSED, Status.INCONCLUSIVE
 
 
 @dataclass(frozen=True)
@@ -229,23 +260,6 @@ def conditions(where: str = "this machine", threads: int | None = None) -> Condi
     return Conditions(threads, cpus, None if load is None else round(load, 2), where)
 
 
-@contextlib.contextmanager
-def one_thread() -> Iterator[None]:
-    """Run torch's CPU ops on one thread inside the block (the CPU micro-benchmarks' setting).
-
-    With every core's thread, a small op waits for the slowest core, and on a
-    machine doing other work that is often one that is busy elsewhere.
-    """
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 # --- timing -----------------------------------------------------------------------------------------------
 
 
@@ -280,72 +294,6 @@ class Measured:
                    dict(d.get("per_block") or {}))
 
 
-Call = tuple[Callable[..., Any], tuple]
-
-
-def interleave(calls: dict[str, Call], *, device: str = "cpu", rounds: int = 15, block_s: float = 0.01,
-               max_per_block: int = 20, host: bool = True, wall: bool = True, settle: int = 0,
-               budget_s: float | None = None, where: str = "this machine") -> Measured:
-    """Time each call round-robin, with no profiler: ``rounds`` rounds, one block of back-to-back calls each.
-
-    A block holds as many calls as fit in about ``block_s`` (at most
-    ``max_per_block``), the same number in every round. ``host`` times the
-    CPU's time per call within a block (on a GPU the device is synchronized
-    after the block, outside the clock, so that a full queue never blocks
-    the CPU mid-block); ``wall`` times a block with the device synchronized
-    at its end: the time the calls take to finish. ``settle`` untimed calls
-    open every block (a DataLoader's batches, prepared ahead while the other
-    calls ran, would otherwise come for free). ``budget_s`` stops early
-    (never under :data:`MIN_SAMPLES` rounds) when the machine is slow.
-    """
-    import torch
-
-    cuda = device == "cuda"
-
-    def sync() -> None:
-        if cuda:
-            torch.cuda.synchronize()
-
-    per_block: dict[str, int] = {}
-    for label, (fn, args) in calls.items():  # warm: first calls pay one-time costs; size the blocks
-        for _ in range(3):
-            fn(*args)
-        sync()
-        t0 = time.perf_counter()
-        fn(*args)
-        sync()
-        one = max(time.perf_counter() - t0, 1e-7)
-        per_block[label] = max(1, min(max_per_block, int(block_s / one)))
-    hosts: dict[str, list[float]] = {k: [] for k in calls}
-    walls: dict[str, list[float]] = {k: [] for k in calls}
-    start = time.perf_counter()
-    done = 0
-    for _ in range(rounds):
-        for label, (fn, args) in calls.items():
-            k = per_block[label]
-            for _ in range(settle):
-                fn(*args)
-            sync()
-            if host:
-                t0 = time.perf_counter()
-                for _ in range(k):
-                    fn(*args)
-                hosts[label].append((time.perf_counter() - t0) / k * 1e6)
-                sync()
-            if wall:
-                t0 = time.perf_counter()
-                for _ in range(k):
-                    fn(*args)
-                sync()
-                walls[label].append((time.perf_counter() - t0) / k * 1e6)
-        done += 1
-        if budget_s is not None and done >= MIN_SAMPLES and time.perf_counter() - start > budget_s:
-            break
-    return Measured({k: Spread.of(v) for k, v in hosts.items()} if host else {},
-                    {k: Spread.of(v) for k, v in walls.items()} if wall else {},
-                    conditions(where, torch.get_num_threads()), done, per_block)
-
-
 # --- grading ----------------------------------------------------------------------------------------------
 
 
@@ -353,13 +301,13 @@ def interleave(calls: dict[str, Call], *, device: str = "cpu", rounds: int = 15,
 class Graded:
     """A prediction graded against a spread: held, missed, or inconclusive here."""
 
-    status: str  # HELD, MISSED or INCONCLUSIVE
+    status: Status  # HELD, MISSED or INCONCLUSIVE
     actual: Any  # the choice (or value) the median gives: what the room is told the measurement says
     why: str  # one sentence on the spread, in words (HTML-safe: numbers and words only)
 
     @property
     def hit(self) -> bool | None:
-        return None if self.status == INCONCLUSIVE else self.status == HELD
+        return self.status.hit
 
     @property
     def conclusive(self) -> bool:
@@ -371,9 +319,6 @@ def bucket(value: float, edges: Sequence[float], choices: Sequence[str]) -> str:
     if len(choices) != len(edges) + 1:
         raise ValueError("bucket() needs one more choice than edges")
     return next((c for c, e in zip(choices, edges) if value < e), choices[-1])
-
-
-Measurement = "Spread | Estimate"
 
 
 def _too_few(s: "Spread | Estimate") -> str | None:

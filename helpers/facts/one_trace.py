@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from .measure import HELD, INCONCLUSIVE, MISSED, Graded, bucket
+from .measure import Graded, Status, bucket
 
 
 def band(value: float, tolerance: float) -> tuple[float, float]:
@@ -44,9 +44,9 @@ def grade_choice(answer: Any, value: float, tolerance: float, edges: Sequence[fl
             f"either way, it lies between {fmt(lo)} and {fmt(hi)}")
     if a != b:
         cut = [e for e in edges if lo < e <= hi]
-        return Graded(INCONCLUSIVE, mid, f"{said}, which straddles " + " and ".join(fmt(e) for e in cut)
+        return Graded(Status.INCONCLUSIVE, mid, f"{said}, which straddles " + " and ".join(fmt(e) for e in cut)
                       + f", the edge between '{a}' and '{b}'")
-    return Graded(HELD if answer == mid else MISSED, mid, f"{said}, all inside '{mid}'")
+    return Graded(Status.HELD if answer == mid else Status.MISSED, mid, f"{said}, all inside '{mid}'")
 
 
 def grade_number(answer: float | None, value: float, factor: float, *, lo: float, hi: float,
@@ -64,9 +64,9 @@ def grade_number(answer: float | None, value: float, factor: float, *, lo: float
     said = (f"{what} is {fmt(value)}, somewhere between {fmt(lo)} and {fmt(hi)}"
             + (f" ({why_band})" if why_band else "") + f"; within {factor:g}x counts")
     if ok(lo) == ok(hi) == ok(value):
-        return Graded(HELD if ok(value) else MISSED, value, said)
-    return Graded(INCONCLUSIVE, value, f"{said}, and your answer is within {factor:g}x of part of that range and "
-                                       "not of the rest")
+        return Graded(Status.HELD if ok(value) else Status.MISSED, value, said)
+    return Graded(Status.INCONCLUSIVE, value, f"{said}, and your answer is within {factor:g}x of part of that range "
+                                              "and not of the rest")
 
 
 def spilled(trace) -> list[int]:

@@ -136,12 +136,25 @@ def _float(v: Any) -> float | None:
     return None
 
 
-_Shapes = dict[tuple[str, float], list[tuple[Any, "_Recorded"]]]  # (op name, start) -> [(thread id, shapes)]
+@dataclass(frozen=True)
+class ShapesRead:
+    """What a second reading of the trace's file found for the ops asked about, or why it found nothing."""
+
+    #: (op name, start in the trace's clock) -> [(thread id, its shapes)]; empty when ``missing`` says why
+    records: dict[tuple[str, float], list[tuple[Any, _Recorded]]]
+    missing: str | None = None  # "not sized: ...": why no op's shapes could be read; None when the file was read
 
 
-def _op_shapes(trace: Trace, wanted: set[tuple[str, float]]) -> _Shapes | str:
-    """(op name, start in the trace's clock) -> [(thread id, its shapes)] for the ``wanted`` ops, or a sentence
-    saying why there are none.
+@dataclass(frozen=True)
+class OpShapes:
+    """Op events' recorded shapes, by op event, or why there are none."""
+
+    by_op: dict[int, Shapes]
+    missing: str | None = None  # "not sized: ...": why no op's shapes could be read; None when the file was read
+
+
+def read_shapes(trace: Trace, wanted: set[tuple[str, float]]) -> ShapesRead:
+    """The recorded shapes of the ``wanted`` ops ((op name, start in the trace's clock)), or why there are none.
 
     The reader keeps no op's input shapes (they would cost every reading of
     every trace); this reads the trace's file again for them.
@@ -165,32 +178,32 @@ def _op_shapes(trace: Trace, wanted: set[tuple[str, float]]) -> _Shapes | str:
         finally:
             close()
         if not _NOT_WS.search(text):  # a pipe (`summarize <(zcat ...)`) is empty the second time
-            return ("not sized: the trace came through a pipe, which cannot be read a second time for the ops' "
-                    "shapes: give the file itself")
+            return ShapesRead({}, "not sized: the trace came through a pipe, which cannot be read a second time for "
+                                  "the ops' shapes: give the file itself")
         seen, found = _scan(text, keep)
     except (OSError, TraceError, ValueError, RecursionError) as e:
-        return f"not sized: the trace's file could not be read again for its op shapes ({e})"
+        return ShapesRead({}, f"not sized: the trace's file could not be read again for its op shapes ({e})")
     if not seen:
-        return NO_SHAPES
-    result: _Shapes = {}
+        return ShapesRead({}, NO_SHAPES)
+    result: dict[tuple[str, float], list[tuple[Any, _Recorded]]] = {}
     for name, tid, ts, rec in found:
         result.setdefault((name, _float(ts) - t0), []).append((tid, rec))
-    return result
+    return ShapesRead(result)
 
 
-def op_shapes(trace: Trace, ops: list[int]) -> dict[int, Shapes] | str:
+def op_shapes(trace: Trace, ops: list[int]) -> OpShapes:
     """Each of these op events' recorded shapes (Input Dims, Input type, Concrete Inputs), read again from the
-    trace's file; or a sentence saying why there are none (no shapes recorded, a pipe, an unreadable file)."""
-    found = _op_shapes(trace, {(trace.name_of(op), trace.ts[op]) for op in ops})
-    if isinstance(found, str):
-        return found
+    trace's file; or why there are none (no shapes recorded, a pipe, an unreadable file)."""
+    read = read_shapes(trace, {(trace.name_of(op), trace.ts[op]) for op in ops})
+    if read.missing:
+        return OpShapes({}, read.missing)
     out: dict[int, Shapes] = {}
     for op in ops:
-        recs = found.get((trace.name_of(op), trace.ts[op]))
+        recs = read.records.get((trace.name_of(op), trace.ts[op]))
         if not recs:
             continue
         if len(recs) > 1:
             tid = trace.lanes[trace.lane[op]].tid
             recs = [f for f in recs if f[0] == tid] or recs
         out[op] = recs[0][1].shapes()
-    return out
+    return OpShapes(out)

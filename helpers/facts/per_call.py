@@ -125,7 +125,7 @@ def launches_under(trace: Trace, op: str) -> int:
 
 def occupancy_queries_by_step(trace: Trace) -> list[tuple[str, dict[str, int]]]:
     """For each recorded step, the occupancy queries made inside it, by name."""
-    return [(s.name, {n: c for n, c in calls_in(trace, s.start_us, s.start_us + s.dur_us).items()
+    return [(s.name, {n: c for n, c in calls_in(trace, s.start_us, s.end_us).items()
                       if kk.is_occupancy_query(n)}) for s in steps(trace)]
 
 
@@ -183,4 +183,4 @@ def gpu_twin(trace: Trace, label: str) -> GpuTwin | None:
 def self_cpu_without_closing_sync(trace: Trace) -> float:
     """Self CPU time with the profiler's final synchronize taken out: the CPU's own work, not its waiting."""
     sync = artifacts(trace).closing_sync
-    return self_cpu_us(trace) - (sync["dur_us"] if sync else 0.0)
+    return self_cpu_us(trace) - (sync.dur_us if sync else 0.0)

@@ -39,7 +39,7 @@ import re
 from dataclasses import dataclass, field
 
 from . import hardware, kernel_kinds as kk
-from .op_shapes import _op_shapes
+from .op_shapes import read_shapes
 from .op_work import CONV_OPS, GEMM_OPS, Work, size_op
 from ..reader.trace import CPU_OP, KERNEL, Trace
 
@@ -238,13 +238,13 @@ def roofline(trace: Trace) -> Roofline:
         r.note = "not sized: the trace has no GPU kernels"
     else:
         calls, left = _calls(trace, kernels)
-        shapes = _op_shapes(trace, {(trace.name_of(op), trace.ts[op]) for op in calls})
-        if isinstance(shapes, str):
-            r.note = shapes
-            r.not_sized.append(NotSized(shapes.removeprefix("not sized: "), len(kernels), total,
+        read = read_shapes(trace, {(trace.name_of(op), trace.ts[op]) for op in calls})
+        if read.missing:
+            r.note = read.missing
+            r.not_sized.append(NotSized(read.missing.removeprefix("not sized: "), len(kernels), total,
                                         1.0 if total else 0.0, trace.name_of(kernels[0])))
         else:
-            _fill(trace, r, calls, left, shapes, total)
+            _fill(trace, r, calls, left, read.records, total)
         if pk is None and r.note is None:
             r.note = (f"no roofs: the GPU {gpu!r} has no datasheet in helpers/facts/hardware.py, so achieved "
                       "FLOP/s and bytes/s are shown without a bound" if gpu else

@@ -37,7 +37,7 @@ class _Steps:
     def at(self, ts: float):
         """The step whose window holds ``ts``, or None."""
         k = bisect.bisect_right(self.starts, ts) - 1
-        if k >= 0 and ts <= self.steps[k].start_us + self.steps[k].dur_us:
+        if k >= 0 and self.steps[k].contains(ts):
             return self.steps[k]
         return None
 

@@ -27,6 +27,15 @@ class Step:
     start_us: float
     dur_us: float
 
+    @property
+    def end_us(self) -> float:
+        return self.start_us + self.dur_us
+
+    def contains(self, t_us: float) -> bool:
+        """Whether a time falls inside this step, half-open, ``[start, end)``: a time on the line between two
+        steps belongs to the later one, never to both."""
+        return self.start_us <= t_us < self.end_us
+
 
 def steps(trace: Trace) -> list[Step]:
     """The profiler's ``ProfilerStep#N`` spans on the CPU, in order."""
@@ -88,7 +97,7 @@ def _gpu_busy_spans(trace: Trace) -> list[tuple[float, float]]:
 def gpu_busy_per_step(trace: Trace) -> list[tuple[str, float, float]]:
     """Per recorded step: (name, GPU busy time inside it, its length), in µs."""
     busy = _gpu_busy_spans(trace)
-    return [(s.name, covered(busy, s.start_us, s.start_us + s.dur_us), s.dur_us) for s in steps(trace)]
+    return [(s.name, covered(busy, s.start_us, s.end_us), s.dur_us) for s in steps(trace)]
 
 
 def window(trace: Trace) -> tuple[float, float]:

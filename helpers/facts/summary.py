@@ -12,25 +12,47 @@ from .memory import MemoryPeak, memory_peaks
 from ..reader.trace import COUNTER_RANGE, DRIVER, RUNTIME, Trace, _gc_paused, covered
 from .balance import Balance, balance
 from .compiled import Compiled, compiled
-from .kernels import KernelStat, KindStat, copies, kernels, kernels_by_kind
+from .kernels import CopyStat, KernelStat, KindStat, copies, kernels, kernels_by_kind
 from .launches import CallStat, Latency, launch_latency, runtime_calls
 from .steps import Gap, Step, _gpu_busy_spans, _median, annotation_gaps, steps
 
 
 # --- what the profiler itself adds -------------------------------------------------
 
+@dataclass(frozen=True)
+class BufferRequest:
+    """One of CUPTI's Activity Buffer Requests: the profiler getting a buffer for GPU activity records."""
+
+    name: str
+    start_us: float
+    dur_us: float
+    gpu_side: bool  # on a GPU lane, not a CPU thread's
+    lane: str
+
+
+@dataclass(frozen=True)
+class ClosingSync:
+    """The trace's last synchronize (the profiler's own, before it stops) and what the GPU did during it."""
+
+    name: str
+    start_us: float
+    dur_us: float
+    gpu_busy_us: float  # GPU work inside the synchronize's span
+    idle_share: float | None  # the share of the span the GPU was idle; None for a span of no length
+
+
 @dataclass
 class Artifacts:
-    buffer_requests: list[dict]  # Activity Buffer Request: start, dur, on the GPU side or not
-    closing_sync: dict | None  # the last synchronize: name, start, dur, GPU busy inside it
+    buffer_requests: list[BufferRequest]  # in the order they start
+    closing_sync: ClosingSync | None
 
 
 def artifacts(trace: Trace) -> Artifacts:
     """The profiler's own footprints: buffer requests and the flush at the end."""
-    bufs = [{"name": trace.name_of(i), "start_us": trace.ts[i], "dur_us": trace.dur[i],
-             "gpu_side": trace.is_gpu(i), "lane": trace.lanes[trace.lane[i]].label}
+    bufs = [BufferRequest(trace.name_of(i), trace.ts[i], trace.dur[i], trace.is_gpu(i),
+                          trace.lanes[trace.lane[i]].label)
             for i in trace.indices(contains="Buffer Request")]
-    bufs.sort(key=lambda b: b["start_us"])
+    bufs.sort(key=lambda b: b.start_us)
     sync_name = [kk.is_synchronize(n) for n in trace.name_table]
     calls = trace.indices((RUNTIME, DRIVER))
     syncs = list(compress(calls, map(sync_name.__getitem__, map(trace.name_id.__getitem__, calls))))
@@ -39,8 +61,8 @@ def artifacts(trace: Trace) -> Artifacts:
         i = max(syncs, key=trace.ts.__getitem__)
         s, e = trace.ts[i], trace.ts[i] + trace.dur[i]
         busy = covered(_gpu_busy_spans(trace), s, e)
-        closing = {"name": trace.name_of(i), "start_us": s, "dur_us": trace.dur[i], "gpu_busy_us": busy,
-                   "idle_share": 1 - busy / trace.dur[i] if trace.dur[i] > 0 else None}
+        closing = ClosingSync(trace.name_of(i), s, trace.dur[i], busy,
+                              1 - busy / trace.dur[i] if trace.dur[i] > 0 else None)
     return Artifacts(bufs, closing)
 
 
@@ -88,7 +110,7 @@ class Summary:
     balance: Balance
     kinds: list[KindStat]
     kernels: list[KernelStat]
-    copies: list[dict]
+    copies: list[CopyStat]
     calls: list[CallStat]
     latency: Latency | None
     gaps: list[Gap]
@@ -119,7 +141,7 @@ class Summary:
             "kinds": [{"kind": k.kind, "count": k.count, "total_us": round(k.total_us, 3),
                        "median_us": round(k.median_us, 3)} for k in self.kinds],
             # bytes: null when the trace records no size for them (ROCm puts it on the runtime call only)
-            "memcpy": [{"name": c["name"], "count": c["count"], "bytes": c["bytes"] if c["sizes"] else None}
+            "memcpy": [{"name": c.name, "count": c.count, "bytes": c.bytes if c.sizes else None}
                        for c in self.copies],
             "runtime_calls": {c.name: c.count for c in self.calls},
             "verdict": self.balance.verdict,

@@ -114,8 +114,8 @@ def _copies_calls_lines(s: Summary, top: int) -> list[str]:
         out.append("copies and fills:" if len(s.copies) <= top else f"copies and fills (top {top} of {len(s.copies)}):")
         for c in s.copies[:top]:
             # ROCm puts a copy's size on its runtime call only: none recorded is "unknown", not 0 B
-            size = f"{nbytes(c['bytes'])} in all" if c["sizes"] else "size unknown (not in the trace)"
-            out.append(f"  {c['count']:>6} x {c['name']:<32} {size}")
+            size = f"{nbytes(c.bytes)} in all" if c.sizes else "size unknown (not in the trace)"
+            out.append(f"  {c.count:>6} x {c.name:<32} {size}")
     if s.calls:
         out.append("")
         out.append(f"runtime and driver calls (top {min(top, len(s.calls))} of {len(s.calls)}):")
@@ -143,14 +143,14 @@ def _artifacts_lines(s: Summary, top: int) -> list[str]:
         out.append("")
         out.append("profiler artefacts:")
         for r in a.buffer_requests[:top]:
-            out.append(f"  {r['name']} on {r['lane']}: {us(r['dur_us'])}")
+            out.append(f"  {r.name} on {r.lane}: {us(r.dur_us)}")
         if len(a.buffer_requests) > top:
             out.append(f"  ... and {len(a.buffer_requests) - top} more buffer requests "
-                       f"({us(sum(r['dur_us'] for r in a.buffer_requests))} in all)")
+                       f"({us(sum(r.dur_us for r in a.buffer_requests))} in all)")
         if a.closing_sync:
             c = a.closing_sync
-            idle = f", GPU idle {c['idle_share']:.0%} of it" if c["idle_share"] is not None else ""
-            out.append(f"  last {c['name']}: {us(c['dur_us'])}{idle}")
+            idle = f", GPU idle {c.idle_share:.0%} of it" if c.idle_share is not None else ""
+            out.append(f"  last {c.name}: {us(c.dur_us)}{idle}")
     return out
 
 

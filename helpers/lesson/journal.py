@@ -54,6 +54,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..facts.measure import Status
+
 JOURNAL_VAR = "PROFILING_JOURNAL"
 #: the notebook whose questions are an exam: its answers are scored apart from the lessons' (widgets.scoreboard)
 EXAM = "17"
@@ -185,29 +187,21 @@ def _write(p: Path, data: dict[str, Any]) -> None:
         raise
 
 
-STATUSES = ("held", "missed", "inconclusive", "open")
-
-
-def status_of(entry: Any) -> str:
+def status_of(entry: Any) -> Status:
     """An entry's status: its own (format 3), else from its hit (True held, False missed, None open)."""
     if isinstance(entry, dict):
-        st = entry.get("status")
-        if st in STATUSES:
-            return st
-        hit = entry.get("hit")
-        return "held" if hit is True else "missed" if hit is False else "open"
-    return "open"
+        return _status(entry.get("hit"), entry.get("status"))
+    return Status.OPEN
 
 
-def _status(hit: bool | None, status: str | None) -> str:
-    if status in STATUSES:
-        return status
-    return "held" if hit is True else "missed" if hit is False else "open"
+def _status(hit: Any, status: Any) -> Status:
+    """``status`` when it is one (a journal's word or a :class:`Status`), else what ``hit`` says."""
+    return Status.parse(status) or Status.of(hit if isinstance(hit, bool) else None)
 
 
 def record(qid: str, answer: Any, hit: bool | None, where: Path | None = None, *, actual: Any = None,
            prompt: str | None = None, choices: list[str] | None = None, unit: str | None = None,
-           kind: str | None = None, gpu: str | None = None, status: str | None = None) -> bool:
+           kind: str | None = None, gpu: str | None = None, status: Status | None = None) -> bool:
     """Store the first answer to a question; returns whether the journal changed.
 
     A question already answered keeps its first answer: recording again
@@ -220,8 +214,8 @@ def record(qid: str, answer: Any, hit: bool | None, where: Path | None = None, *
     measured value of a numeric question); ``prompt``, ``choices``, ``unit``
     and ``kind`` describe the question, so that a room of journals can list
     every choice, picked or not; ``gpu`` says where the trace came from;
-    ``status`` is "inconclusive" for a timing graded neither way (otherwise
-    it follows ``hit``). Those left as None are not written.
+    ``status`` is :attr:`Status.INCONCLUSIVE` for a timing graded neither way
+    (otherwise it follows ``hit``). Those left as None are not written.
     """
     p = where or path()
     try:
@@ -232,13 +226,14 @@ def record(qid: str, answer: Any, hit: bool | None, where: Path | None = None, *
     st = _status(hit, status)
     old = data.get(qid)
     if isinstance(old, dict) and "answer" in old:
-        if not (status_of(old) == "inconclusive" and st != "inconclusive" and old.get("answer") == plain(answer)):
+        if not (status_of(old) is Status.INCONCLUSIVE and st is not Status.INCONCLUSIVE
+                and old.get("answer") == plain(answer)):
             return False  # the first answer stays, and so does its grade
-        old.update({"hit": plain(hit), "status": st, "graded": _dt.datetime.now().isoformat(timespec="seconds")})
+        old.update({"hit": plain(hit), "status": st.value, "graded": _dt.datetime.now().isoformat(timespec="seconds")})
         if actual is not None:
             old["actual"] = plain(actual)
         return _save(p, data)
-    entry: dict[str, Any] = {"answer": plain(answer), "hit": plain(hit), "status": st,
+    entry: dict[str, Any] = {"answer": plain(answer), "hit": plain(hit), "status": st.value,
                              "when": _dt.datetime.now().isoformat(timespec="seconds"), "format": FORMAT}
     extra = {"prompt": prompt, "choices": [str(c) for c in choices] if choices is not None else None,
              "unit": unit, "kind": kind, "actual": plain(actual), "gpu": gpu}
@@ -248,7 +243,7 @@ def record(qid: str, answer: Any, hit: bool | None, where: Path | None = None, *
 
 
 def attempt(qid: str, answer: Any, hit: bool | None, where: Path | None = None, *, actual: Any = None,
-            status: str | None = None) -> bool:
+            status: Status | None = None) -> bool:
     """Store a later try at an answered question, beside the first answer (which stays what is counted)."""
     p = where or path()
     try:
@@ -260,7 +255,7 @@ def attempt(qid: str, answer: Any, hit: bool | None, where: Path | None = None, 
     if not isinstance(entry, dict):
         return record(qid, answer, hit, where, actual=actual, status=status)
     tries = entry.setdefault("attempts", [])
-    tries.append({"answer": plain(answer), "hit": plain(hit), "status": _status(hit, status),
+    tries.append({"answer": plain(answer), "hit": plain(hit), "status": _status(hit, status).value,
                   "actual": plain(actual), "when": _dt.datetime.now().isoformat(timespec="seconds")})
     return _save(p, data)
 
@@ -331,6 +326,7 @@ def scores(where: Path | None = None) -> list[Score]:
     """Held, missed, open and inconclusive first answers per notebook, in notebook order."""
     acc: dict[str, dict[str, int]] = {}
     for qid, e in load(where).items():
-        row = acc.setdefault(qid.split(".", 1)[0], dict.fromkeys(STATUSES, 0))
+        row = acc.setdefault(qid.split(".", 1)[0], dict.fromkeys(Status, 0))
         row[status_of(e)] += 1
-    return [Score(nb, r["held"], r["missed"], r["open"], r["inconclusive"]) for nb, r in sorted(acc.items())]
+    return [Score(nb, r[Status.HELD], r[Status.MISSED], r[Status.OPEN], r[Status.INCONCLUSIVE])
+            for nb, r in sorted(acc.items())]

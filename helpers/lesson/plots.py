@@ -494,7 +494,7 @@ def memory_timeline(samples: Sequence, steps: Sequence = (), *, title: str = "",
     ax.step(ts, [s.allocated / mib for s in samples], where="post", lw=1, color="#3182bd", label="allocated")
     ax.step(ts, [s.reserved / mib for s in samples], where="post", lw=1.2, color="#e6550d", label="reserved")
     for n, st in enumerate(steps):
-        lo, hi = (st.start_us - t0) / 1e3, (st.start_us + st.dur_us - t0) / 1e3
+        lo, hi = (st.start_us - t0) / 1e3, (st.end_us - t0) / 1e3
         if hi < ts[0] or lo > ts[-1]:
             continue
         ax.axvspan(lo, hi, color="#bbbbbb" if n % 2 else "#dddddd", alpha=0.35, lw=0)

@@ -3,7 +3,9 @@
 :func:`ask` shows a question with choices (or a box for a number), and a
 button. Clicking it locks the answer, writes it to the journal, and only then
 calls the reveal: a plain function that takes the answer, shows what the
-trace says, and returns whether the prediction held. In a headless run
+trace says, and returns an :class:`Outcome` (what :func:`verdict`,
+:func:`grade` or :func:`inconclusive` gives: held, missed, inconclusive or
+open, and what the trace showed). In a headless run
 (``PROFILING_HEADLESS=1``: nbval, CI, the pre-flight check) there is nobody
 to click, so the cell calls the reveal directly with a default answer and
 every reveal still executes.
@@ -36,12 +38,39 @@ import contextlib
 import html
 import math
 import os
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from . import journal
+from ..facts.measure import Status, bucket
 from ..runs.mode import headless
 
-Reveal = Callable[[Any], "bool | None"]
+__all__ = ["Outcome", "Reveal", "Status", "after", "answer_to", "ask", "bucket", "exercise", "grade",
+           "inconclusive", "measured_here", "parse_number", "scoreboard", "verdict", "versus", "within"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a reveal returns: what came of the prediction, and what the trace showed.
+
+    ``actual`` is the choice the trace falls in (for a multiple-choice question)
+    or the measured value in the question's unit; None when the reveal does not
+    say. ``rerun``: inconclusive on a live measurement, so that measuring again
+    may settle it (:func:`ask` then offers "Measure again").
+    """
+
+    status: Status
+    actual: Any = None
+    rerun: bool = False
+
+    @property
+    def hit(self) -> bool | None:
+        """True held, False missed, None when graded neither way (inconclusive, or no right or wrong)."""
+        return self.status.hit
+
+
+#: a reveal: takes the learner's answer, shows what the trace says, returns its :class:`Outcome`
+Reveal = Callable[[Any], Outcome]
 
 # Questions answered in this kernel, and cells waiting for them: qid -> answer, qid -> [(output, show)].
 _answered: dict[str, Any] = {}
@@ -126,13 +155,6 @@ def parse_number(text: str) -> float | None:
     return v if math.isfinite(v) else None
 
 
-def bucket(value: float, edges: list[float], choices: list[str]) -> str:
-    """The choice a measured value falls in: ``choices[i]`` covers values below ``edges[i]``, the last the rest."""
-    if len(choices) != len(edges) + 1:
-        raise ValueError("bucket() needs one more choice than edges")
-    return next((c for c, e in zip(choices, edges) if value < e), choices[-1])
-
-
 def within(answer: float | None, actual: float, factor: float = 2.0) -> bool:
     """A numeric prediction holds when it is within ``factor`` of the trace's value."""
     if answer is None or answer <= 0 or actual <= 0:
@@ -170,7 +192,7 @@ def ask(qid: str, prompt: str, *, reveal: Reveal, default: Any, choices: list[st
                        f"<i>Headless run: answering {html.escape(str(default))}"
                        f"{' ' + html.escape(unit) if unit and choices is None else ''}.</i></p>"))
         _mark(event="reveal", qid=qid, live=where == "cpu")
-        _record(qid, default, *_reveal(qid, default, reveal), about)
+        _record(qid, default, _reveal(qid, default, reveal), about)
         _mark(event="end", qid=qid)
         return
     first = journal.entry(qid)
@@ -179,11 +201,6 @@ def ask(qid: str, prompt: str, *, reveal: Reveal, default: Any, choices: list[st
         return
     _answered.pop(qid, None)  # asked afresh: cells after it wait for the answer
     _interactive(qid, prompt, reveal, choices, unit, kind, about)
-
-
-# What the reveal now running reported through verdict(actual=...): ask() records it beside the answer.
-_NOT_REPORTED = object()
-_actual: Any = _NOT_REPORTED
 
 
 def _trace_source() -> str | None:
@@ -205,10 +222,6 @@ def _trace_source() -> str | None:
     return f"{e.reference.gpu} (recorded)" if e.reference else None
 
 
-_status: str | None = None  # set by grade()/inconclusive() while a reveal runs
-_context: tuple | None = None  # (qid, answer, reveal, about, attempt) of the reveal now running
-
-
 def _cpu_source() -> str:
     """Where a CPU measurement was taken, for the journal: this machine's processor, live."""
     import platform
@@ -217,25 +230,24 @@ def _cpu_source() -> str:
     return f"this CPU ({cpu}, live)"
 
 
-def _reveal(qid: str, answer: Any, reveal: Reveal, about: dict | None = None,
-            attempt: bool = False) -> tuple[bool | None, Any, str | None]:
-    """Call the reveal; returns its verdict, what the trace showed (None when it did not say) and its status."""
-    global _actual, _status, _context
-    _actual, _status, _context = _NOT_REPORTED, None, (qid, answer, reveal, about or {}, attempt)
-    try:
-        hit = reveal(answer)
-        return hit, None if _actual is _NOT_REPORTED else _actual, _status
-    finally:
-        _actual, _status, _context = _NOT_REPORTED, None, None
+def _reveal(qid: str, answer: Any, reveal: Reveal, about: dict | None = None, attempt: bool = False) -> Outcome:
+    """Call the reveal and return its outcome; an inconclusive live one gets a "Measure again" button under it."""
+    outcome = reveal(answer)
+    if not isinstance(outcome, Outcome):  # a reveal that forgot to return its verdict: say where, at once
+        raise TypeError(f"{qid}: its reveal returned {outcome!r}, not an Outcome: a reveal returns what "
+                        "widgets.verdict(), widgets.grade() or widgets.inconclusive() gives")
+    if outcome.rerun and _can_rerun():
+        _rerun_button(qid, answer, reveal, about or {}, attempt)
+    return outcome
 
 
-def _record(qid: str, answer: Any, hit: bool | None, actual: Any, status: str | None, about: dict[str, Any],
-            attempt: bool = False) -> None:
-    """Store the answer, its verdict, what the trace showed and the question itself; release the cells after it."""
+def _record(qid: str, answer: Any, outcome: Outcome, about: dict[str, Any], attempt: bool = False) -> None:
+    """Store the answer, its outcome, what the trace showed and the question itself; release the cells after it."""
     if attempt:
-        journal.attempt(qid, answer, hit, actual=actual, status=status)
+        journal.attempt(qid, answer, outcome.hit, actual=outcome.actual, status=outcome.status)
     else:
-        journal.record(qid, answer, hit, actual=actual, status=status, **{"gpu": _trace_source(), **about})
+        journal.record(qid, answer, outcome.hit, actual=outcome.actual, status=outcome.status,
+                       **{"gpu": _trace_source(), **about})
     _answer(qid, answer)
     _refresh_boards()
 
@@ -345,8 +357,8 @@ def _interactive(qid: str, prompt: str, reveal: Reveal, choices: list[str] | Non
         button.description = "Locked"
         status.value = f"<i>Locked: {html.escape(_answer_text(a, unit, choices))}</i>"
         with out:
-            hit, actual, st = _reveal(qid, a, reveal, about, attempt)
-        _record(qid, a, hit, actual, st, about, attempt)
+            outcome = _reveal(qid, a, reveal, about, attempt)
+        _record(qid, a, outcome, about, attempt)
         with out:
             _try_again(qid, prompt, reveal, choices, unit, kind, about)
 
@@ -363,16 +375,17 @@ def _locked(qid: str, prompt: str, first: dict[str, Any], reveal: Reveal, choice
     a = first.get("answer")
     when = str(first.get("when", ""))[:16].replace("T", " ")
     st = journal.status_of(first)
-    word = {"held": "held", "missed": "missed", "inconclusive": "inconclusive so far", "open": "no right or wrong"}[st]
+    word = {Status.HELD: "held", Status.MISSED: "missed", Status.INCONCLUSIVE: "inconclusive so far",
+            Status.OPEN: "no right or wrong"}[st]
     out = W.Output()
     _display(_box([W.HTML(f"<b>{lead}</b> {html.escape(prompt)}"),
                      W.HTML(f"<i>Locked: {html.escape(_answer_text(a, unit, choices))}</i> "
                             f"<span style='color:#555'>(answered {html.escape(when)}; {word}. Your journal keeps "
                             "this first answer.)</span>"), out]))
     with out:
-        hit, actual, new_status = _reveal(qid, a, reveal, about)
-        if st == "inconclusive" and new_status != "inconclusive":  # graded now that a run is conclusive
-            _record(qid, a, hit, actual, new_status, about)
+        outcome = _reveal(qid, a, reveal, about)
+        if st is Status.INCONCLUSIVE and outcome.status is not Status.INCONCLUSIVE:  # graded now: a run is conclusive
+            _record(qid, a, outcome, about)
         else:
             _answer(qid, a)
         _try_again(qid, prompt, reveal, choices, unit, kind, about)
@@ -396,8 +409,8 @@ def _try_again(qid: str, prompt: str, reveal: Reveal, choices: list[str] | None,
     _display(_box([button, out]))
 
 
-def verdict(hit: bool | None, explanation: str, actual: Any = None) -> bool | None:
-    """Say whether the prediction held, and why; returns ``hit`` for the reveal to pass on.
+def verdict(hit: bool | None, explanation: str, actual: Any = None) -> Outcome:
+    """Say whether the prediction held, and why; returns the :class:`Outcome` for the reveal to return.
 
     ``explanation`` is HTML, shown as it is: every value in it that comes from
     a trace (kernel and op names hold ``<``, ``>`` and ``&``) must be escaped,
@@ -409,12 +422,8 @@ def verdict(hit: bool | None, explanation: str, actual: Any = None) -> bool | No
     measured value, in the question's unit. :func:`ask` stores it in the
     journal beside the answer, so that ``python -m helpers room`` can tell a
     class "most of you said X; the trace says Y". Without it the journal
-    records the answer and the verdict only.
+    records the answer and the verdict only. ``hit`` None: no right or wrong.
     """
-    global _actual, _status
-    if actual is not None:
-        _actual = actual
-    _status = None if hit is None else ("held" if hit else "missed")
     if hit is None:
         head = "<b>Compare with your guess.</b>"
         color = "#555"
@@ -426,31 +435,28 @@ def verdict(hit: bool | None, explanation: str, actual: Any = None) -> bool | No
         color = "#b35900"
     _display(_html(f"<div style='border-left:4px solid {color};padding:4px 10px;margin:6px 0'>"
                    f"<span style='color:{color}'>{head}</span><br>{explanation}</div>"))
-    return hit
+    return Outcome(Status.of(hit), actual)
 
 
-def inconclusive(explanation: str, actual: Any = None, *, recorded: str | None = None, rerun: bool = True) -> None:
+def inconclusive(explanation: str, actual: Any = None, *, recorded: str | None = None, rerun: bool = True) -> Outcome:
     """Say the measurement cannot grade the prediction: its spread is as wide as the effect asked about.
 
     Not held, not missed: the journal counts it apart. ``recorded`` (HTML)
     adds the reference GPU's figure; ``rerun`` offers to measure again
-    (a live measurement only: a recorded one gives the same samples).
+    (a live measurement only: a recorded one gives the same samples), under
+    the reveal. Returns the :class:`Outcome` for the reveal to return.
     """
-    global _actual, _status
-    if actual is not None:
-        _actual = actual
-    _status = "inconclusive"
+    again = rerun and _can_rerun()
     _display(_html("<div style='border-left:4px solid #777;padding:4px 10px;margin:6px 0'>"
                    "<span style='color:#555'><b>&#8776; Inconclusive here: the noise is as large as the effect."
                    "</b></span><br>" + explanation
                    + (f"<br>{recorded}" if recorded else "")
                    + ("<br><i>Measure again below: your locked answer stays, and is graded once a run is "
-                      "conclusive.</i>" if rerun and _can_rerun() else "") + "</div>"))
-    if rerun and _can_rerun():
-        _rerun_button()
+                      "conclusive.</i>" if again else "") + "</div>"))
+    return Outcome(Status.INCONCLUSIVE, actual, rerun=again)
 
 
-def grade(g: Any, explanation: str, *, recorded: str | None = None, live: bool = True) -> bool | None:
+def grade(g: Any, explanation: str, *, recorded: str | None = None, live: bool = True) -> Outcome:
     """Show a reveal graded on a measurement (:class:`helpers.facts.measure.Graded`): held, missed, or inconclusive.
 
     ``explanation`` follows the grade's own sentence on the spread; ``live``
@@ -458,20 +464,18 @@ def grade(g: Any, explanation: str, *, recorded: str | None = None, live: bool =
     """
     why = html.escape(g.why[:1].upper() + g.why[1:])
     if not g.conclusive:
-        inconclusive(f"{why}. {explanation}", actual=g.actual, recorded=recorded, rerun=live)
-        return None
+        return inconclusive(f"{why}. {explanation}", actual=g.actual, recorded=recorded, rerun=live)
     return verdict(g.hit, f"{explanation} <span style='color:#555'>(Measured: {why}.)</span>", actual=g.actual)
 
 
 def _can_rerun() -> bool:
-    return _context is not None and not headless() and _can_show_widgets()
+    return not headless() and _can_show_widgets()
 
 
-def _rerun_button() -> None:
+def _rerun_button(qid: str, answer: Any, reveal: Reveal, about: dict[str, Any], attempt: bool) -> None:
     """Measure again with the same locked answer; a conclusive run grades the first answer."""
     import ipywidgets as W
 
-    qid, answer, reveal, about, attempt = _context  # type: ignore[misc]
     button = W.Button(description="Measure again", layout=W.Layout(width="max-content"))
     out = W.Output()
 
@@ -479,9 +483,9 @@ def _rerun_button() -> None:
         button.disabled = True
         out.clear_output()
         with out:
-            hit, actual, st = _reveal(qid, answer, reveal, about, attempt)
-        if st != "inconclusive":  # else the new reveal offers its own "Measure again"
-            _record(qid, answer, hit, actual, st, about, attempt)
+            outcome = _reveal(qid, answer, reveal, about, attempt)
+        if outcome.status is not Status.INCONCLUSIVE:  # else the new reveal offers its own "Measure again"
+            _record(qid, answer, outcome, about, attempt)
 
     button.on_click(on_click)
     _display(_box([button, out]))
@@ -500,7 +504,7 @@ def versus(qid: str, figure: Any, what: str, this_gpu: Callable[[], tuple[float,
     """
     from . import show
 
-    def reveal(answer: str) -> bool:
+    def reveal(answer: str) -> Outcome:
         value, where = this_gpu()
         theirs = figure.value_us if figure.value_us is not None else float(figure.value)
         ours = value
@@ -581,8 +585,9 @@ def _exam_html(notebook: str) -> str:
     if not entries:
         return f"<p>No answer to notebook {html.escape(notebook)}'s questions yet: this updates as you lock them in.</p>"
     st = [journal.status_of(e) for _, e in entries]
-    held, graded = st.count("held"), st.count("held") + st.count("missed")
-    word = {"held": "&#10004; held", "missed": "&#10008; missed", "inconclusive": "inconclusive", "open": "-"}
+    held, graded = st.count(Status.HELD), st.count(Status.HELD) + st.count(Status.MISSED)
+    word = {Status.HELD: "&#10004; held", Status.MISSED: "&#10008; missed", Status.INCONCLUSIVE: "inconclusive",
+            Status.OPEN: "-"}
     body = "".join(f"<tr><td><code>{html.escape(q)}</code></td><td>{html.escape(str(e.get('answer')))}</td>"
                    f"<td>{word[s]}</td></tr>" for (q, e), s in zip(entries, st))
     return (f"<p><b>Your score, notebook {html.escape(notebook)}:</b> {held} of {graded} held (your first answer "

@@ -18,7 +18,7 @@ def _mm_calls(run) -> Spread:
     t = run.trace
     first = facts.steps(t)[0] if facts.steps(t) else None
     return Spread.of([t.dur[i] for i in t.indices(name="aten::mm") if not t.is_gpu(i)
-                      and (first is None or t.ts[i] > first.start_us + first.dur_us)])
+                      and (first is None or t.ts[i] > first.end_us)])
 
 
 def cpu_matmul(cpu) -> None:

@@ -144,14 +144,14 @@ def _cost_grade(answer, flat, batched, e_flat: Estimate, e_batched: Estimate) ->
         if e.lo <= 0:
             why = (f"the profiler's extra time on {run.tag}, {e.text()}, reaches zero inside the spread of the two "
                    "timings: this machine's noise is as large as the cost being measured")
-            return Graded(measure.INCONCLUSIVE, None, why), None, ""
+            return Graded(measure.Status.INCONCLUSIVE, None, why), None, ""
     ratio = e_batched / e_flat
     if not (0.5 <= ratio.mid <= 2 * ops):
         why = (f"the two extras ({us(e_flat.mid)} and {us(e_batched.mid)}) are out of proportion: the profiler's "
                f"bookkeeping can make the batched call's extra about 1x the flat call's (a fixed cost) up to "
                f"{ops:.1f}x (its ops per call over the flat call's: a cost per event), and these timings fall far "
                "outside that range, so other work on this machine disturbed one of the runs")
-        return Graded(measure.INCONCLUSIVE, None, why), None, ""
+        return Graded(measure.Status.INCONCLUSIVE, None, why), None, ""
     g = measure.grade_choice(answer, ratio, COST_EDGES, COST_BY_VALUE)
     return g, ratio, f"{ops:.1f}x"
 

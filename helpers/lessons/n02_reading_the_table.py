@@ -13,7 +13,7 @@ import html
 from .. import facts
 from ..lesson import article, plots, show, spoilers, widgets
 from ..facts import one_trace
-from ..facts.measure import HELD, INCONCLUSIVE, MISSED, Graded
+from ..facts.measure import Graded, Status
 from ..facts.text import counts_text, short, us
 
 # A ratio read once from one trace (three recorded steps) is graded as uncertain by 25% either way: a choice
@@ -133,20 +133,20 @@ def why_cpu(small, big) -> None:
         rows = []
         for r in (small, big):
             sync = facts.artifacts(r.trace).closing_sync
-            rows.append((r.tag, us(r.summary.balance.self_cpu_us), sync["name"] if sync else "-",
-                         us(sync["dur_us"]) if sync else "-", us(own_cpu_us(r)), len(r.trace)))
+            rows.append((r.tag, us(r.summary.balance.self_cpu_us), sync.name if sync else "-",
+                         us(sync.dur_us) if sync else "-", us(own_cpu_us(r)), len(r.trace)))
         show.table(rows, ["run", "Self CPU total", "last call", "its duration", "Self CPU without it", "events"])
         ratio = b / a
         events = len(big.trace) / len(small.trace)
         band = one_trace.grade_choice(None, ratio, ONE_TRACE, [WHY_EDGE], WHY_BANDS, fmt=_x,
                                       what="the CPU's own time at 4096 over 64")
         if not band.conclusive:
-            g = Graded(INCONCLUSIVE, None, band.why)
+            g = Graded(Status.INCONCLUSIVE, None, band.why)
             reading = ("Too close to the line to say which explanation survives from these two traces: record "
                        "both again and compare.")
         else:
             actual = (WHY_CHOICES[0] if ratio < WHY_EDGE else WHY_CHOICES[2] if events > 1.3 else WHY_CHOICES[1])
-            g = Graded(HELD if answer == actual else MISSED, actual, band.why)
+            g = Graded(Status.HELD if answer == actual else Status.MISSED, actual, band.why)
             reading = (
                 "So the growth was waiting: the profiler's closing synchronize (notebook 04) blocks until the GPU has "
                 "finished what the CPU queued, and at 4096 that is real GPU work. A Self CPU total can hold time the "
@@ -252,7 +252,7 @@ def queued_at_sync(run) -> list[int]:
     if sync is None:
         return []
     t = run.trace
-    return sorted((j for j in facts.gpu_work(t) if t.ts[j] + t.dur[j] > sync["start_us"]), key=t.ts.__getitem__)
+    return sorted((j for j in facts.gpu_work(t) if t.ts[j] + t.dur[j] > sync.start_us), key=t.ts.__getitem__)
 
 
 def perfetto_queue(big) -> None:
@@ -264,14 +264,14 @@ def perfetto_queue(big) -> None:
         if sync is None:
             return widgets.verdict(None, "This trace has no closing synchronize to click.")
         t = big.trace
-        s = sync["start_us"]
+        s = sync.start_us
         show.table([(short(t.name_of(j), 50), us(t.ts[j] - s), us(t.ts[j] + t.dur[j] - s)) for j in queued],
                    ["GPU work", "starts (from the synchronize's start)", "ends"])
         end = max((t.ts[j] + t.dur[j] for j in queued), default=s)
-        after = s + sync["dur_us"] - end
+        after = s + sync.dur_us - end
         return widgets.verdict(
             found == len(queued),
-            f"When the last <code>{html.escape(sync['name'])}</code> starts, <b>{len(queued)}</b> piece(s) of GPU work "
+            f"When the last <code>{html.escape(sync.name)}</code> starts, <b>{len(queued)}</b> piece(s) of GPU work "
             f"are still running or queued (the table, times from the call's start); the call returns "
             f"{us(after)} after the last of them ends. That is the waiting 02.why-cpu took out of the CPU's time.",
             actual=len(queued))

@@ -15,7 +15,7 @@ from .. import facts
 from ..lesson import article, plots, show, spoilers, widgets
 from ..facts import one_trace
 from ..reader.categories import CPU_GROUPS
-from ..facts.measure import HELD, INCONCLUSIVE, MISSED, Graded
+from ..facts.measure import Graded, Status
 from ..runs.runner import RUNS
 from ..facts.text import short, us
 
@@ -86,9 +86,9 @@ def long_step_grade(steps, answer=None) -> Graded:
     """03.long-step's grade on a run's recorded steps."""
     state, name, _r, why = stands_out(steps)
     if state == "unclear":
-        return Graded(INCONCLUSIVE, None, why)
+        return Graded(Status.INCONCLUSIVE, None, why)
     actual = STEP_CHOICES[3] if state == "even" else _step_choice(name)
-    return Graded(HELD if answer == actual else MISSED, actual, why)
+    return Graded(Status.HELD if answer == actual else Status.MISSED, actual, why)
 
 
 def long_step(cold, warm) -> None:
@@ -244,15 +244,15 @@ def why_first_grade(steps, answer=None) -> Graded:
     """03.why-first's grade: the first step clearly longer, about even, or beaten, each outside the tolerance."""
     excess, beaten = _first_over_rest(steps)
     if beaten >= STEP_TOL:
-        return Graded(HELD if answer == WHY_CHOICES[2] else MISSED, WHY_CHOICES[2],
+        return Graded(Status.HELD if answer == WHY_CHOICES[2] else Status.MISSED, WHY_CHOICES[2],
                       f"another step is {beaten:.2f}x the first, beyond the tolerance of {STEP_TOL:g}x")
     band = one_trace.grade_choice(None, excess, STEP_TOL, [STANDS_OUT], WHY_CHOICES[1::-1], fmt=_x,
                                   what="the first recorded step over the median of the others")
     if not band.conclusive:
-        return Graded(INCONCLUSIVE, None, band.why)
+        return Graded(Status.INCONCLUSIVE, None, band.why)
     if beaten > 1:  # another step is longer, inside the tolerance: "about even" holds, "another is longest" is noise
-        return Graded(HELD if answer == WHY_CHOICES[1] else MISSED, WHY_CHOICES[1], band.why)
-    return Graded(HELD if answer == band.actual else MISSED, band.actual, band.why)
+        return Graded(Status.HELD if answer == WHY_CHOICES[1] else Status.MISSED, WHY_CHOICES[1], band.why)
+    return Graded(Status.HELD if answer == band.actual else Status.MISSED, band.actual, band.why)
 
 
 def why_first(longer_wait, warm) -> None:
@@ -304,10 +304,10 @@ def first_step(first) -> None:
         calls = facts.calls_in(t, st[0].start_us, st[0].start_us + st[0].dur_us)
         show.table(list(calls.items())[:10], [f"runtime/driver call in {st[0].name}", "count"])
         bufs = facts.artifacts(t).buffer_requests
-        where = sorted({_step_of(t, b["start_us"]) or "outside the steps" for b in bufs})
+        where = sorted({_step_of(t, b.start_us) or "outside the steps" for b in bufs})
         buffer_text = (
-            f"The trace also holds something we did not launch: {html.escape(bufs[0]['name'])}, on the lane "
-            f"'{html.escape(bufs[0]['lane'])}', in {', '.join(where)} (03.perfetto below asks how long it lasts). "
+            f"The trace also holds something we did not launch: {html.escape(bufs[0].name)}, on the lane "
+            f"'{html.escape(bufs[0].lane)}', in {', '.join(where)} (03.perfetto below asks how long it lasts). "
             "That is an overhead record of CUPTI, the library the profiler collects GPU activity through: time it "
             "spent on an <i>activity buffer request</i>, getting memory for its activity records "
             "(<a href='https://docs.nvidia.com/cupti/api/group__CUPTI__ACTIVITY__API.html'>CUPTI's activity API</a>, "
@@ -340,7 +340,7 @@ def _invalid_text(t) -> str:
 
 def _step_of(trace, ts: float) -> str | None:
     for s in facts.steps(trace):
-        if s.start_us <= ts <= s.start_us + s.dur_us:
+        if s.contains(ts):
             return s.name
     return None
 
@@ -435,13 +435,13 @@ def step_kernels(trace) -> list[dict]:
     out = []
     launches = facts.launches(trace)
     for s in facts.steps(trace):
-        inside = [x for x in launches if s.start_us <= x.call_start_us <= s.start_us + s.dur_us]
+        inside = [x for x in launches if s.contains(x.call_start_us)]
         gemm = next((x for x in inside if x.kind == kk.GEMM), None)
         add = next((x for x in inside if x.kind == kk.ELEMENTWISE), None)
         if gemm is None or add is None:
             continue
         j = next(j for j in facts.gpu_work(trace) if trace.ts[j] == gemm.work_start_us)
-        out.append({"step": s.name, "start_us": s.start_us, "end_us": s.start_us + s.dur_us,
+        out.append({"step": s.name, "start_us": s.start_us, "end_us": s.end_us,
                     "gpu_gap_us": add.work_start_us - trace.end_of(j),
                     "gap_from_us": trace.end_of(j), "gap_to_us": add.work_start_us,
                     "launch_distance_us": add.call_start_us - gemm.call_start_us,
@@ -458,12 +458,12 @@ def buffer_gap(twenty) -> None:
     two = next((r for r in rows if r["step"] == "ProfilerStep#2"), None)
 
     def inside(b, lo, hi):
-        return b["start_us"] < hi and b["start_us"] + b["dur_us"] > lo
+        return b.start_us < hi and b.start_us + b.dur_us > lo
 
     def reveal(answer):
         t0 = facts.steps(t)[0].start_us
-        show.table([(html.escape(b["name"]), _step_of(t, b["start_us"]) or "outside the steps",
-                     us(b["start_us"] - t0), us(b["dur_us"])) for b in bufs],
+        show.table([(html.escape(b.name), _step_of(t, b.start_us) or "outside the steps",
+                     us(b.start_us - t0), us(b.dur_us)) for b in bufs],
                    ["buffer request", "in step", "starts (from the first step's start)", "lasts"])
         show.table([(r["step"], us(r["gpu_gap_us"]), us(r["launch_distance_us"]), us(r["add_latency_us"]))
                     for r in rows[:5]],
@@ -479,7 +479,7 @@ def buffer_gap(twenty) -> None:
             reading = ("A buffer request overlaps the window between step #1's two kernels: this trace is consistent "
                        "with the article's reading.")
         else:
-            where = ", ".join(sorted({_step_of(t, b["start_us"]) or "outside the steps" for b in bufs}))
+            where = ", ".join(sorted({_step_of(t, b.start_us) or "outside the steps" for b in bufs}))
             reading = ((f"The trace's buffer request{'s' if len(bufs) > 1 else ''} fall{'' if len(bufs) > 1 else 's'} "
                         f"in {where}, none inside step #1's window"
                         + (" (one overlaps the step elsewhere)" if in_step else "") + ". ") if bufs else
@@ -517,14 +517,14 @@ def perfetto_buffer(first) -> None:
     def reveal(found):
         if not bufs:
             return widgets.verdict(None, "This trace holds no Activity Buffer Request to find.")
-        return widgets.verdict(widgets.within(found, bufs[0]["dur_us"], factor=1.1),
-                               f"The first <code>{html.escape(bufs[0]['name'])}</code> lasts "
-                               f"<b>{us(bufs[0]['dur_us'])}</b>, on the lane '{html.escape(bufs[0]['lane'])}'. Within "
-                               "10% counts.", actual=bufs[0]["dur_us"])
+        return widgets.verdict(widgets.within(found, bufs[0].dur_us, factor=1.1),
+                               f"The first <code>{html.escape(bufs[0].name)}</code> lasts "
+                               f"<b>{us(bufs[0].dur_us)}</b>, on the lane '{html.escape(bufs[0].lane)}'. Within "
+                               "10% counts.", actual=bufs[0].dur_us)
 
     widgets.ask("03.perfetto", "In the wait=0 trace, find the Activity Buffer Request. How long is it?",
                 unit="us", default=0, reveal=reveal, kind="task",
-                decides=lambda: [spoilers.us(bufs[0]["dur_us"])] if bufs else [])
+                decides=lambda: [spoilers.us(bufs[0].dur_us)] if bufs else [])
 
 
 # --- the exercise -------------------------------------------------------------------------------------------------------
@@ -537,7 +537,7 @@ def exercise_cpu_first_step(first) -> None:
 
     from torch.profiler import ProfilerActivity, profile as torch_profile, record_function, schedule
 
-    from ..facts.measure import one_thread
+    from ..runs.rounds import one_thread
     from ..runs.profiling import native_log_filter
     from ..reader.trace import read_trace
     from ..runs.workload import matmul_add

@@ -13,7 +13,7 @@ import statistics
 from .. import facts
 from ..lesson import article, plots, show, spoilers, widgets
 from ..facts import measure, one_trace, kernel_kinds as kk
-from ..facts.measure import HELD, INCONCLUSIVE, MISSED, Graded, Spread
+from ..facts.measure import Graded, Spread, Status
 from ..facts.text import chain_text, short, us
 from . import _shared
 
@@ -153,23 +153,23 @@ def sync_idle(run, big) -> None:
     c = facts.artifacts(run.trace).closing_sync
 
     def reveal(answer):
-        if c is None or c["idle_share"] is None:
+        if c is None or c.idle_share is None:
             return widgets.verdict(None, "This trace has no closing synchronize to read.")
         rows = []
         for r in (run, big):
             s = facts.artifacts(r.trace).closing_sync
-            rows.append((r.tag, s["name"], us(s["dur_us"]), us(s["gpu_busy_us"]), f"{s['idle_share']:.0%}"))
+            rows.append((r.tag, s.name, us(s.dur_us), us(s.gpu_busy_us), f"{s.idle_share:.0%}"))
         show.table(rows, ["run", "last call", "duration", "GPU busy inside it", "GPU idle inside it"])
         cb = facts.artifacts(big.trace).closing_sync
-        g = one_trace.grade_choice(answer, c["idle_share"], IDLE_TOL, IDLE_EDGES, IDLE_BY_VALUE,
+        g = one_trace.grade_choice(answer, c.idle_share, IDLE_TOL, IDLE_EDGES, IDLE_BY_VALUE,
                                    fmt=lambda v: f"{v:.0%}", what="the GPU's idle share of the synchronize")
         sync, work, idle = (article.fig(k) for k in ("closing_sync", "closing_sync_gpu_work", "closing_sync_idle"))
         return widgets.grade(
-            g, f"At 64 × 64 the final synchronize took {us(c['dur_us'])}, and the GPU was idle for "
-            f"<b>{c['idle_share']:.0%}</b> of it: "
+            g, f"At 64 × 64 the final synchronize took {us(c.dur_us)}, and the GPU was idle for "
+            f"<b>{c.idle_share:.0%}</b> of it: "
             + ("the tiny kernels had finished before it started, so the call had nothing to wait for. "
-               if c["idle_share"] > 0.9 else "some GPU work was still running when it started. ")
-            + f"At 4096 × 4096 it took {us(cb['dur_us'])}, with the GPU busy {1 - cb['idle_share']:.0%} of it: there "
+               if c.idle_share > 0.9 else "some GPU work was still running when it started. ")
+            + f"At 4096 × 4096 it took {us(cb.dur_us)}, with the GPU busy {1 - cb.idle_share:.0%} of it: there "
             "it waited for work the CPU had queued ahead. Now the article: a synchronize of "
             f"{sync.quote()}, covering {work.text()} of GPU work, idle {idle.text()} of it. A long call with an idle GPU "
             "means time went to something other than waiting for kernels; the article does not say what, and this "
@@ -187,9 +187,9 @@ def sync_idle(run, big) -> None:
 def _idle_facts(c) -> list:
     """The GPU's busy time inside the call, and its idle share unless it is 100%: that figure is in every profiler
     table (a step's "CPU total %"), where it says nothing about this question."""
-    if c is None or c["idle_share"] is None:
+    if c is None or c.idle_share is None:
         return []
-    return [spoilers.us(c["gpu_busy_us"])] + ([spoilers.share(c["idle_share"])] if c["idle_share"] < 0.995 else [])
+    return [spoilers.us(c.gpu_busy_us)] + ([spoilers.share(c.idle_share)] if c.idle_share < 0.995 else [])
 
 
 # --- 04.why-sync ----------------------------------------------------------------------------------------------------
@@ -200,7 +200,7 @@ def follows_grade(syncs) -> tuple[str, list[float]]:
 
     Returns the state and, per size, the distance from the line as a share of what is allowed (1.0: on the edge).
     """
-    ratio = [abs(c["dur_us"] - c["gpu_busy_us"]) / max(FOLLOW_US, FOLLOW_SHARE * c["dur_us"]) for c in syncs]
+    ratio = [abs(c.dur_us - c.gpu_busy_us) / max(FOLLOW_US, FOLLOW_SHARE * c.dur_us) for c in syncs]
     if all(r <= 1 / ONE_TRACE for r in ratio):
         return "yes", ratio
     if any(r > ONE_TRACE for r in ratio):
@@ -216,24 +216,25 @@ def why_sync(sweep) -> None:
     def reveal(answer):
         rows, points = [], []
         for n, r, c in zip(sizes, sweep, syncs):
-            rows.append((n, us(c["dur_us"]), us(c["gpu_busy_us"]), len(r.trace)))
-            points.append((str(n), max(c["gpu_busy_us"], 0.1), c["dur_us"]))
+            rows.append((n, us(c.dur_us), us(c.gpu_busy_us), len(r.trace)))
+            points.append((str(n), max(c.gpu_busy_us, 0.1), c.dur_us))
         show.table(rows, ["size", "final synchronize", "GPU busy inside it", "events in the trace"])
         show.display_figure(plots.scatter(points, xlabel="GPU busy inside the synchronize (us)",
                                           ylabel="synchronize duration (us)",
                                           title="The final synchronize against the GPU work it waited for, by size"))
         state, dist = follows_grade(syncs)
         events = [len(r.trace) for r in sweep]
-        idle = [(n, c["dur_us"]) for n, c in zip(sizes, syncs) if c["gpu_busy_us"] < 1.0]
+        idle = [(n, c.dur_us) for n, c in zip(sizes, syncs) if c.gpu_busy_us < 1.0]
         if state == "unclear":
             near = [str(n) for n, d in zip(sizes, dist) if 1 / ONE_TRACE < d <= ONE_TRACE]
-            g = Graded(INCONCLUSIVE, None, f"at n = {', '.join(near)} the synchronize is within the tolerance of the "
-                                           f"line (30 us or a quarter of the call, give or take {ONE_TRACE - 1:.0%})")
+            g = Graded(Status.INCONCLUSIVE, None, f"at n = {', '.join(near)} the synchronize is within the "
+                                                  f"tolerance of the line (30 us or a quarter of the call, give or "
+                                                  f"take {ONE_TRACE - 1:.0%})")
             text = "Too close to the line at those sizes to say which explanation fits from one recording."
         else:
             actual = (SYNC_CHOICES[0] if state == "yes" else
                       SYNC_CHOICES[1] if max(events) > 1.5 * min(events) else SYNC_CHOICES[2])
-            g = Graded(HELD if answer == actual else MISSED, actual,
+            g = Graded(Status.HELD if answer == actual else Status.MISSED, actual,
                        f"at every size the synchronize is within 30 us or a quarter of the call of the GPU's busy time "
                        f"inside it, with {ONE_TRACE - 1:.0%} to spare" if state == "yes" else
                        f"at some size the synchronize is further from the GPU's busy time inside it than 30 us or a "
@@ -256,7 +257,7 @@ def why_sync(sweep) -> None:
 
     widgets.ask("04.why-sync", "Across the sizes of the sweep, which explanation does the final synchronize's length fit?",
                 choices=SYNC_CHOICES, default=SYNC_CHOICES[1], reveal=reveal,
-                decides=lambda: [spoilers.us(syncs[-1]["dur_us"]), spoilers.us(syncs[-1]["gpu_busy_us"])])
+                decides=lambda: [spoilers.us(syncs[-1].dur_us), spoilers.us(syncs[-1].gpu_busy_us)])
 
 
 # --- 04.perfetto --------------------------------------------------------------------------------------------------
@@ -265,7 +266,7 @@ def why_sync(sweep) -> None:
 def _step_gemm(run):
     step = facts.steps(run.trace)[1]
     gemm = next((x for x in facts.launches(run.trace)
-                 if x.kind == kk.GEMM and step.start_us <= x.call_start_us <= step.start_us + step.dur_us), None)
+                 if x.kind == kk.GEMM and step.contains(x.call_start_us)), None)
     return step, gemm
 
 

@@ -113,11 +113,11 @@ def memset_before_gemm(run) -> None:
     t = run.trace
 
     def shown():
-        fills = [r for r in facts.copies(t) if r["kind"] == kk.FILL]
+        fills = [r for r in facts.copies(t) if r.kind == kk.FILL]
         if not fills:
             show.md("This trace has no memset before its GEMMs.")
             return
-        sizes = ", ".join(f"{n} x {b} bytes" for b, n in fills[0]["sizes"].items())
+        sizes = ", ".join(f"{n} x {b} bytes" for b, n in fills[0].sizes.items())
         order = facts.launches(t)
         callers = ", ".join(sorted({f"`{x.call}`" for x in order if x.kind == kk.FILL}))
         n_fill = sum(1 for x in order if x.kind == kk.FILL)
@@ -138,7 +138,7 @@ def memset_before_gemm(run) -> None:
                 "would test)." if mixed else
                 "In the table, each kernel name comes either always with the memset or never, which fits that "
                 "explanation without proving it.")
-        show.md(f"Here: `{fills[0]['name']}` launched by {callers}, {sizes}, {where}. A few bytes cannot be "
+        show.md(f"Here: `{fills[0].name}` launched by {callers}, {sizes}, {where}. A few bytes cannot be "
                 "matrix data. One explanation: the GEMM kernels that come with it coordinate their thread blocks "
                 "through a small flag or counter in memory, which has to be cleared before each launch. If so, the "
                 f"memset should come and go with particular GEMM kernels as the size changes. {test} The article "

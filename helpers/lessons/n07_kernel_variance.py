@@ -17,6 +17,7 @@ from __future__ import annotations
 import html
 import statistics
 
+from .. import Word
 from ..lesson import article, plots, show, spoilers, widgets
 from ..facts import hardware, measure
 from ..runs import idle_gpu
@@ -204,7 +205,7 @@ def perfetto_slowest(run, gemms) -> None:
     def reveal(found):
         launches = [x for x in facts.launches(run.trace) if x.kind == kk.GEMM]  # in time order, as gemms is
         slow = launches[max(range(len(gemms)), key=gemms.__getitem__)]
-        step = next(s for s in facts.steps(run.trace) if s.start_us <= slow.call_start_us <= s.start_us + s.dur_us)
+        step = next(s for s in facts.steps(run.trace) if s.contains(slow.call_start_us))
         # No duration here: the question after this one asks how far apart the slowest and the fastest are.
         return widgets.verdict(found == step.number, f"The slowest GEMM was launched in <b>{step.name}</b>. How much "
                                "slower than the others it is, the next question asks.", actual=step.number)
@@ -372,35 +373,43 @@ def _excess_share(result, cond, gap) -> Estimate | None:
     return (Estimate.of(other) - st) / paused
 
 
-def tests(result) -> dict[str, tuple[str, str]]:
-    """Each explanation's test: (outcome, sentence); outcome is "holds", "fails", or "open" (the data cannot say)."""
+class Test(Word):
+    """What one explanation's test came to."""
+
+    HOLDS = "holds"
+    FAILS = "fails"
+    OPEN = "open"  # the data cannot say
+
+
+def tests(result) -> dict[str, tuple[Test, str]]:
+    """Each explanation's test: (outcome, sentence)."""
     gap = longest_pause(result)
     out = {}
     slow, steady = _clocks(_rows(result, PAUSED, gap)), _clocks(result["steady"])
     if not slow.n or not steady.n:
-        out["clocks"] = ("open", "the clocks were not read here (no NVML), so this test cannot be made")
+        out["clocks"] = (Test.OPEN, "the clocks were not read here (no NVML), so this test cannot be made")
     else:
         (a, b), (c, _) = slow.quartiles, steady.quartiles
         if b < c:
-            out["clocks"] = ("holds", f"the SM clock read {slow.text()} during the slow first GEMMs, below "
-                                      f"{steady.text()} during steady ones")
+            out["clocks"] = (Test.HOLDS, f"the SM clock read {slow.text()} during the slow first GEMMs, below "
+                                         f"{steady.text()} during steady ones")
         elif a >= c:
-            out["clocks"] = ("fails", f"the SM clock read {slow.text(lambda v: f'{v:.0f} MHz')} during the slow first "
-                                      f"GEMMs, and {steady.text(lambda v: f'{v:.0f} MHz')} during steady ones")
+            out["clocks"] = (Test.FAILS, f"the SM clock read {slow.text(lambda v: f'{v:.0f} MHz')} during the slow "
+                                         f"first GEMMs, and {steady.text(lambda v: f'{v:.0f} MHz')} during steady ones")
         else:
-            out["clocks"] = ("open", f"the SM clock's readings overlap: {slow.text()} during the slow GEMMs, "
-                                     f"{steady.text()} during steady ones")
+            out["clocks"] = (Test.OPEN, f"the SM clock's readings overlap: {slow.text()} during the slow GEMMs, "
+                                        f"{steady.text()} during steady ones")
     for key, cond, g, holds_if in (("waking", WAKE, gap, "below"), ("cold data", OTHER, 0.0, "above")):
         e = _excess_share(result, cond, g)
         if e is None:
-            out[key] = ("open", f"no '{cond}' run to compare, or no excess after the pause to explain")
+            out[key] = (Test.OPEN, f"no '{cond}' run to compare, or no excess after the pause to explain")
             continue
         left = f"{e.mid:.0%} of the excess (between {e.lo:.0%} and {e.hi:.0%} by the quartiles)"
         if key == "waking":
-            verdict = "holds" if e.hi < 0.5 else "fails" if e.lo >= 0.5 else "open"
+            verdict = Test.HOLDS if e.hi < 0.5 else Test.FAILS if e.lo >= 0.5 else Test.OPEN
             text = f"with a small kernel run first after {g:g} s, the GEMM kept {left}"
         else:
-            verdict = "holds" if e.lo >= 0.5 else "fails" if e.hi < 0.5 else "open"
+            verdict = Test.HOLDS if e.lo >= 0.5 else Test.FAILS if e.hi < 0.5 else Test.OPEN
             text = (f"a GEMM on other buffers with no pause ran slower than a steady one by {e.mid:.0%} of the excess "
                     f"after the longest pause (between {e.lo:.0%} and {e.hi:.0%} by the quartiles)")
         out[key] = (verdict, text)
@@ -413,9 +422,9 @@ _CHOICE_OF = {"clocks": WHY_CHOICES[0], "waking": WHY_CHOICES[1], "cold data": W
 def why_grade(answer, result) -> Graded:
     """Which explanation survives: conclusive only when every test is."""
     t = tests(result)
-    holding = [k for k, (o, _) in t.items() if o == "holds"]
-    opened = [k for k, (o, _) in t.items() if o == "open"]
-    why = ", ".join(f"the {k} test {'cannot decide' if o == 'open' else o}" for k, (o, _) in t.items())
+    holding = [k for k, (o, _) in t.items() if o == Test.HOLDS]
+    opened = [k for k, (o, _) in t.items() if o == Test.OPEN]
+    why = ", ".join(f"the {k} test {'cannot decide' if o is Test.OPEN else o}" for k, (o, _) in t.items())
     if len(holding) == 1 and not opened:
         actual = _CHOICE_OF[holding[0]]
     elif not holding and not opened:
@@ -424,8 +433,8 @@ def why_grade(answer, result) -> Graded:
         actual = _CHOICE_OF[holding[0]] if len(holding) == 1 else WHY_CHOICES[3]
         reason = ("more than one explanation holds" if len(holding) > 1 else
                   f"the {', '.join(opened)} test{'s' if len(opened) > 1 else ''} cannot decide")
-        return Graded(measure.INCONCLUSIVE, actual, f"{reason}: {why}")
-    return Graded(measure.HELD if answer == actual else measure.MISSED, actual, why)
+        return Graded(measure.Status.INCONCLUSIVE, actual, f"{reason}: {why}")
+    return Graded(measure.Status.HELD if answer == actual else measure.Status.MISSED, actual, why)
 
 
 def why_idle(result, source: str) -> None:
@@ -448,7 +457,7 @@ def why_idle(result, source: str) -> None:
         first, wake = first_spread(res, PAUSED, gap), first_spread(res, WAKE, gap)
         other, same = first_spread(res, OTHER, 0.0), first_spread(res, PAUSED, 0.0)
         lines = []
-        if t["clocks"][0] == "fails":
+        if t["clocks"][0] == Test.FAILS:
             lines.append(f"The clocks: NVML read the SM clock at {_clock_range(_rows(res, PAUSED, gap))} while each slow "
                          f"first GEMM ran, as during steady ones ({_clock_range(st)}); the memory clock and the "
                          f"performance state read {_mem_range(_rows(res, PAUSED, gap))} (steady: {_mem_range(st)}).")
@@ -463,7 +472,7 @@ def why_idle(result, source: str) -> None:
             lines.append(f"Cold data: a GEMM on other buffers, with no pause, took {us(other.median)}, against "
                          f"{us(same.median)} on the same buffers with no pause: its excess over a steady GEMM is "
                          f"{carried.mid:.0%} of the longest pause's ({carried.lo:.0%} to {carried.hi:.0%}).")
-        holding = [k for k, (o, _) in t.items() if o == "holds"]
+        holding = [k for k, (o, _) in t.items() if o == Test.HOLDS]
         if not g.conclusive:
             head = "The experiment cannot single out one explanation here."
         elif g.actual == WHY_CHOICES[3]:

@@ -30,13 +30,13 @@ def compiled_choice(work: dict) -> str | None:
     return WORK_CHOICES[0] if sum(v for k, v in work.items() if k != kk.FILL) == 1 else None
 
 
-def _copy(run) -> dict | None:
-    return next((r for r in facts.copies(run.trace) if r["kind"] == kk.COPY), None)
+def _copy(run) -> facts.CopyStat | None:
+    return next((r for r in facts.copies(run.trace) if r.kind == kk.COPY), None)
 
 
-def _copy_words(copy: dict) -> str:
+def _copy_words(copy: facts.CopyStat) -> str:
     """'32.0 MiB each, 15.6 us': the copy's size and time per call, as 08.gpu-work's reveal prints them."""
-    return f"{nbytes(max(copy['sizes'], key=copy['sizes'].get))} each, {us(copy['total_us'] / copy['count'])}"
+    return f"{nbytes(max(copy.sizes, key=copy.sizes.get))} each, {us(copy.total_us / copy.count)}"
 
 
 def has_copy(run) -> bool:
@@ -62,7 +62,7 @@ def gpu_work(eager, compiled) -> None:
         show.table([("eager", counts_text(e)), ("compiled", counts_text(c))], ["", "GPU work per step"])
         show.table([(k.kind, short(k.name, 80), k.count) for k in facts.kernels(compiled.trace)],
                    ["kind", "compiled run", "count"])
-        copy_text = (f"The copy is {show.code(copy['name'])}, {_copy_words(copy)}: the size of the 4096 × 4096 bias "
+        copy_text = (f"The copy is {show.code(copy.name)}, {_copy_words(copy)}: the size of the 4096 × 4096 bias "
                      "<code>b</code>. " if copy else "")
         names = ("The GEMM kernel is the very same as in eager mode. " if eg.name == cg.name else
                  f"The GEMM kernel's name changed too, from {show.code(eg.name, 60)} to {show.code(cg.name, 60)}. ")
@@ -422,7 +422,7 @@ def recompile(regions: dict) -> None:
 def perfetto_copy(compiled) -> None:
     """08.perfetto: the bytes the compiled trace's device-to-device copy moves."""
     copy = _copy(compiled)
-    b = max(copy["sizes"], key=copy["sizes"].get) if copy else None
+    b = max(copy.sizes, key=copy.sizes.get) if copy else None
 
     def reveal(found):
         if copy is None:

@@ -4,6 +4,7 @@ trace nobody here wrote."""
 
 from __future__ import annotations
 
+from ..advice.rulebook import RuleId
 from .. import facts
 from ..facts import gpu_calls, measure, kernel_kinds as kk
 from ..lesson import plots, show, spoilers, widgets
@@ -26,9 +27,10 @@ def _fmt_x(v: float) -> str:
 
 # --- 11.blocks ---------------------------------------------------------------------------------------------
 
-MAIN_CHOICES = [rulebook.VERDICTS["cpu-bound"], rulebook.VERDICTS["gpu-bound"], "a cold start in the first step",
-                "nothing: a clean trace"]
-_RULE_CHOICE = {"cpu-bound": MAIN_CHOICES[0], "gpu-bound": MAIN_CHOICES[1], "cold-start": MAIN_CHOICES[2]}
+MAIN_CHOICES = [rulebook.VERDICTS[RuleId.CPU_BOUND], rulebook.VERDICTS[RuleId.GPU_BOUND],
+                "a cold start in the first step", "nothing: a clean trace"]
+_RULE_CHOICE = {RuleId.CPU_BOUND: MAIN_CHOICES[0], RuleId.GPU_BOUND: MAIN_CHOICES[1],
+                RuleId.COLD_START: MAIN_CHOICES[2]}
 
 
 def main_finding(found) -> str:

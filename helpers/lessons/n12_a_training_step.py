@@ -12,7 +12,7 @@ import statistics
 from .. import facts
 from ..facts import gemm_table, measure, step_facts
 from ..lesson import plots, show, spoilers, widgets
-from ..facts.measure import HELD, INCONCLUSIVE, MISSED, Graded, Spread
+from ..facts.measure import Graded, Spread, Status
 from ..facts.text import short, us
 from . import _shared
 from .n12_readings import (CPU_BOUND, GPU_BOUND, PHASES, UNEXPLAINED, VARIANTS, PerStep, big_gemms, bound_figure,
@@ -41,10 +41,10 @@ def every_step(answer, values: list[float], edges: list[float], choices: list[st
     mid = measure.bucket(statistics.median(values), edges, choices) if values else choices[0]
     shown = ", ".join(fmt(v) for v in values)
     if not values:
-        return Graded(INCONCLUSIVE, mid, f"no recorded step holds {what}")
+        return Graded(Status.INCONCLUSIVE, mid, f"no recorded step holds {what}")
     if len(set(picks)) > 1:
-        return Graded(INCONCLUSIVE, mid, f"{what} per recorded step ({shown}) falls in more than one choice")
-    return Graded(HELD if answer == mid else MISSED, mid,
+        return Graded(Status.INCONCLUSIVE, mid, f"{what} per recorded step ({shown}) falls in more than one choice")
+    return Graded(Status.HELD if answer == mid else Status.MISSED, mid,
                   f"{what} in each of the {len(values)} recorded steps: {shown}, all inside '{mid}'")
 
 
@@ -292,8 +292,8 @@ def why_sync(run, syncing) -> None:
         text = (f"Per step the four lines add {us(e)} of GPU work and leave the GPU idle for <b>{us(i)}</b> after "
                 f"their waits ({per}). ")
         if len(picks) > 1:
-            widgets.inconclusive(text + "The recorded steps disagree on which is larger.", actual=actual, rerun=False)
-            return None
+            return widgets.inconclusive(text + "The recorded steps disagree on which is larger.", actual=actual,
+                                        rerun=False)
         return widgets.verdict(
             answer == actual,
             text + f"In every recorded step the same explanation survives: {actual}. What usually helps "
@@ -336,9 +336,10 @@ def precision(run, tf32, amp) -> None:
         picks = {_prec_pick(a, b, c, choices)
                  for a, b, c in itertools.product(gemm_per_step(run), gemm_per_step(tf32), gemm_per_step(amp))}
         actual = _prec_pick(t32, t_tf, t_amp, choices)
-        g = (Graded(INCONCLUSIVE, actual, "the recorded steps, taken in every pairing, fall in more than one choice")
+        g = (Graded(Status.INCONCLUSIVE, actual,
+                    "the recorded steps, taken in every pairing, fall in more than one choice")
              if len(picks) > 1 else
-             Graded(HELD if answer == actual else MISSED, actual,
+             Graded(Status.HELD if answer == actual else Status.MISSED, actual,
                     "every pairing of the recorded steps gives the same choice (faster: under 80% of the time before)"))
         return widgets.grade(
             g, f"GEMM time per step: {us(t32)} in fp32, <b>{us(t_tf)}</b> with TF32 ({t32 / t_tf:.1f}x faster), "

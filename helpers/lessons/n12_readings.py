@@ -28,7 +28,7 @@ def phases_per_step(run) -> list[dict[str, float]]:
     out = [{p: 0.0 for p in PHASES} for _ in st]
 
     def at(ts):
-        return next((k for k, s in enumerate(st) if s.start_us <= ts <= s.start_us + s.dur_us), None)
+        return next((k for k, s in enumerate(st) if s.contains(ts)), None)
 
     for p in PHASES:
         if p == "backward":
@@ -125,7 +125,7 @@ def waits_by_line(r) -> list[dict]:
 def device_per_step(r) -> list[float]:
     t = r.trace
     work = facts.gpu_work(t)
-    return [sum(t.dur[j] for j in work if s.start_us <= t.ts[j] < s.start_us + s.dur_us) for s in facts.steps(t)]
+    return [sum(t.dur[j] for j in work if s.contains(t.ts[j])) for s in facts.steps(t)]
 
 
 def gemm_per_step(r) -> list[float]:
@@ -134,7 +134,7 @@ def gemm_per_step(r) -> list[float]:
     out = []
     for s in facts.steps(t):
         out.append(sum(t.dur[j] for j in facts.gpu_work(t)
-                       if s.start_us <= t.ts[j] < s.start_us + s.dur_us and facts.kind_of(t, j) == kk.GEMM))
+                       if s.contains(t.ts[j]) and facts.kind_of(t, j) == kk.GEMM))
     return out
 
 

@@ -84,7 +84,7 @@ def reserved_in_last_step(run) -> tuple[str, int, int, int] | None:
     if not st:
         return None
     last = st[-1]
-    inside = [s for s in memory.memory_timeline(run.trace) if last.start_us <= s.ts_us <= last.start_us + last.dur_us]
+    inside = [s for s in memory.memory_timeline(run.trace) if last.contains(s.ts_us)]
     if not inside:
         return None
     return (last.name, min(s.allocated for s in inside), min(s.reserved for s in inside),
@@ -176,7 +176,7 @@ def recomputed_ops(trace) -> list[dict]:
     first = st[0]
     out = []
     for i in sorted(trace.indices((CPU_OP,)), key=trace.ts.__getitem__):
-        if trace.is_gpu(i) or not first.start_us <= trace.ts[i] <= first.start_us + first.dur_us:
+        if trace.is_gpu(i) or not first.contains(trace.ts[i]):
             continue
         name = trace.name_of(i)
         if not name.startswith("aten::") or trace.sequence_of(i) is None:
@@ -269,7 +269,7 @@ def peak_place(run) -> dict | None:
     samples = memory.memory_timeline(run.trace)
     st = next((s for s in facts.steps(run.trace) if s.name == p.peak_allocated_step), None)
     fwd = [i for i in run.trace.indices(name="forward") if not run.trace.is_gpu(i) and st is not None
-           and st.start_us <= run.trace.ts[i] <= st.start_us + st.dur_us]
+           and st.contains(run.trace.ts[i])]
     end_fwd = max((run.trace.end_of(i) for i in fwd), default=None)
     at_end = max((s for s in samples if end_fwd is not None and s.ts_us <= end_fwd), key=lambda s: s.ts_us,
                  default=None)

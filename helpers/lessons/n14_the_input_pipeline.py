@@ -12,8 +12,9 @@ from __future__ import annotations
 import html
 import statistics
 
+from ..advice.rulebook import RuleId
 from .. import facts
-from ..runs import comparisons
+from ..runs import comparisons, rounds
 from ..advice import diagnose
 from ..facts import measure, step_facts
 from ..lesson import plots, show, spoilers, widgets
@@ -199,7 +200,7 @@ def workers(one, pinned, four, timed) -> None:
                  + (f", and <code>diagnose</code>'s first finding on their trace is still <b>{html.escape(f.title)}"
                     f"</b> ({html.escape(f.evidence[0])})" if f is not None else
                     ", and <code>diagnose</code> finds nothing to report on their trace")
-                 + (": the step is still input-bound. " if f is not None and f.rule == "input-bound" else ". "))
+                 + (": the step is still input-bound. " if f is not None and f.rule == RuleId.INPUT_BOUND else ". "))
         why = ("Four workers did not make the step four times shorter. Hypotheses to test: the workers compete for "
                "the CPU's cores with each other and with the main process, or handing a batch from a worker to the "
                "main process costs time of its own; timing more workers, or one worker's batch alone, would tell "
@@ -245,10 +246,10 @@ def exercise_lighter(cpu_run) -> None:
     def solution():
         labels = {"work=5000": input_pipeline(batch=8, size=64, work=5000),
                   "work=2500": input_pipeline(batch=8, size=64, work=2500)}
-        with measure.one_thread():
+        with rounds.one_thread():
             calls = {k: w.build("cpu", "fp32") for k, w in labels.items()}
-            m = measure.interleave(calls, device="cpu", rounds=8, max_per_block=3, host=False, wall=True,
-                                   where="this CPU")
+            m = rounds.interleave(calls, device="cpu", rounds=8, max_per_block=3, host=False, wall=True,
+                                  where="this CPU")
         a, b = m.wall["work=5000"], m.wall["work=2500"]
         r = measure.per_round(a, b)
         share = step_facts.dataloader_share(cpu_run.trace)

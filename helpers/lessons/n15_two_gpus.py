@@ -15,6 +15,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..advice.rulebook import RuleId
 from .. import facts
 from ..runs import ddp
 from ..advice import distributed
@@ -159,7 +160,7 @@ def recording(*pairs: Pair) -> None:
     if pairs:
         from ..advice.diagnose import diagnose
 
-        hidden = next((f for f in diagnose(pairs[0].traces[0]) if f.rule == "hidden-sync"), None)
+        hidden = next((f for f in diagnose(pairs[0].traces[0]) if f.rule == RuleId.HIDDEN_SYNC), None)
         if hidden is not None and any("cudaEventSynchronize" in e for e in hidden.evidence):
             text += (f" <code>diagnose</code> on rank 0's trace of the {pairs[0].name} pair reports them as "
                      f"<i>{html.escape(hidden.title)}</i> ({html.escape(hidden.evidence[0])}).")
@@ -207,7 +208,7 @@ def places(t: Trace) -> dict[int, int]:
         i = t.launch_of(j)
         if i < 0:
             continue
-        k = next((n for n, s in enumerate(st) if s.start_us <= t.ts[i] <= s.start_us + s.dur_us), -1)
+        k = next((n for n, s in enumerate(st) if s.contains(t.ts[i])), -1)
         if k >= 0:
             per.setdefault(k, []).append(j)
     return {j: n for js in per.values() for n, j in enumerate(sorted(js, key=lambda j: t.ts[j]))}
@@ -510,7 +511,7 @@ def bucket(base: Pair, big: Pair) -> None:
                     f"{us(qa.collective_us)} in all-reduces with the smaller buckets, rank {qb.rank} beside "
                     f"{(qb.overlap_pct or 0):.0f}% of its {us(qb.collective_us)} with the larger: a hint, from three "
                     "steps of each pair, not a measurement.")
-        widgets.inconclusive(
+        return widgets.inconclusive(
             count_text + " Fewer, as a larger cap predicts: that part of your answer held. The overlap part cannot "
             "be graded on these pairs: " + ("neither is" if not (ok_a or ok_b) else "one of them is not")
             + f" balanced ({html.escape(base.name)}: {html.escape(how_a)}; {html.escape(big.name)}: "
@@ -522,7 +523,6 @@ def bucket(base: Pair, big: Pair) -> None:
             + " One reading to test on balanced pairs: fewer, larger collectives save fixed costs, and starting later "
             "costs overlap; which wins depends on the model and the link, which is why the cap is a knob.",
             rerun=False)
-        return None
 
     widgets.ask("15.bucket", "With 100 MiB buckets instead of 25, what happens on rank 0?", choices=BUCKET_CHOICES,
                 default=BUCKET_CHOICES[1], reveal=reveal,

@@ -17,6 +17,7 @@ import inspect
 import statistics
 from dataclasses import dataclass
 
+from ..advice.rulebook import RuleId
 from .. import facts
 from ..runs import comparisons, slow_loop
 from ..advice import diagnose
@@ -44,7 +45,8 @@ TOTAL_CHOICES = ["under 2x shorter", "2x to 4x shorter", "more than 4x shorter"]
 TOTAL_EDGES = [2, 4]
 
 #: which fix a diagnose rule points at, where one does
-RULE_FIX = {"input-bound": "loader", "pageable-copies": "loader", "fp32-gemm": "tf32", "unfused-optimizer": "fused"}
+RULE_FIX = {RuleId.INPUT_BOUND: "loader", RuleId.PAGEABLE_COPIES: "loader", RuleId.FP32_GEMM: "tf32",
+            RuleId.UNFUSED_OPTIMIZER: "fused"}
 
 
 def _ms(s: Spread) -> Spread:
@@ -443,7 +445,8 @@ def last_fix(four, alone: Comparison) -> None:
                  f"<code>diagnose</code>'s first finding <b>{html.escape(f.title)}</b>." if f is not None and
                  gpu.gpu_busy_share is not None else "")
         gap = ""
-        if f is not None and f.rule in ("fp32-gemm", "gpu-bound") and g.conclusive and g.actual == STEP_CHOICES[0]:
+        if (f is not None and f.rule in (RuleId.FP32_GEMM, RuleId.GPU_BOUND) and g.conclusive
+                and g.actual == STEP_CHOICES[0]):
             gap = (" The trace says the GPU sets the pace, yet the unprofiled step did not get shorter: the trace "
                    "covers three steps right after warm-up, when the DataLoader's workers still hold batches they "
                    "prepared ahead (notebook 14). A hypothesis: over many steps the workers set the pace. The test: "

@@ -163,7 +163,7 @@ def _bound_facts(k: exam.Key) -> list:
             spoilers.exact(f"GPU busy {us(b.gpu_busy_us)} of the {us(b.window_us)} window")]
 
 
-def _reveal_bound(answer: str, k: exam.Key, x: exam.Loaded) -> bool:
+def _reveal_bound(answer: str, k: exam.Key, x: exam.Loaded) -> widgets.Outcome:
     b = k.balance
     own = facts.self_cpu_without_closing_sync(x.trace)
     mine = b.device_us / own if own > 0 else float("inf")
@@ -179,7 +179,7 @@ def _reveal_bound(answer: str, k: exam.Key, x: exam.Loaded) -> bool:
         actual=k.bound)
 
 
-def _reveal_rank(answer: str, k: exam.Key, x: exam.Loaded) -> bool:
+def _reveal_rank(answer: str, k: exam.Key, x: exam.Loaded) -> widgets.Outcome:
     st = x.ranks.straggler
     named = f"rank {st.rank}" if st.rank is not None else None
     return widgets.verdict(
@@ -199,7 +199,7 @@ def _fix_facts(k: exam.Key) -> list:
     return out
 
 
-def _reveal_fix(answer: str, k: exam.Key) -> bool:
+def _reveal_fix(answer: str, k: exam.Key) -> widgets.Outcome:
     first = k.first
     ev = "".join(f"<li>{html.escape(e)}</li>" for e in first.evidence)
     full = html.escape(diagnose.text(k.findings))

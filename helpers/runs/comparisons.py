@@ -2,7 +2,7 @@
 
 A question such as "does a batch axis cost the CPU more?" compares two
 unprofiled times. Timed one after the other, the machine's state moves
-between them; timed in turn, round by round (:func:`helpers.facts.measure.interleave`),
+between them; timed in turn, round by round (:func:`helpers.runs.rounds.interleave`),
 it falls on both alike. Each :class:`Group` here names the calls one question
 compares. :func:`measure` times a group live on this GPU (or on this CPU,
 one thread), or reads what the recorder measured on the reference GPU::
@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ..facts.measure import Measured, Spread, interleave, one_thread
+from ..facts.measure import Measured, Spread
+from .rounds import interleave, one_thread
 from .slow_loop import FIXES, slow_loop
 from .stopwatch import phase
 from .training import input_pipeline, train_step
@@ -52,7 +53,7 @@ class Group:
     # 94 ms)
     settle: int = 0
     max_per_block: int = 20
-    block_s: float = 0.01  # about how long a block's timed calls take (measure.interleave)
+    block_s: float = 0.01  # about how long a block's timed calls take (rounds.interleave)
 
     @property
     def labels(self) -> list[str]:
