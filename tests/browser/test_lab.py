@@ -7,7 +7,8 @@ it in, and sees the reveal. Then it clicks "Open ... in Perfetto" and checks
 that the page opens https://ui.perfetto.dev and hands it the trace. The page
 has no internet, so the browser answers requests for ui.perfetto.dev with a
 stand-in page that does what the real UI does with a page that opens it:
-answer PING with PONG, and take the posted trace.
+answer PING with PONG, and take the posted trace (gzipped: the stand-in
+inflates it, and the test compares the result with the trace file's JSON).
 
 Screenshots of the widget before and after the reveal go to ``screenshots/``
 (git-ignored), with ``console.log`` (the page's console errors and failed
@@ -17,12 +18,13 @@ requests) and, when the test fails, ``failure.png``.
 from __future__ import annotations
 
 import contextlib
-import gzip
 import json
 import re
 from pathlib import Path
 
 import pytest
+
+from helpers.lesson import perfetto
 
 NOTEBOOK = "01_setting_up_the_profiler.ipynb"
 QUESTION = "01.steps"  # the first ask() in notebook 01
@@ -36,14 +38,20 @@ STEP_MS = 20_000
 
 FAKE_PERFETTO = """<!doctype html><title>Perfetto UI (test stand-in)</title>
 <script>
+// What Perfetto's trace processor does with a posted buffer that starts with gzip's magic bytes: inflate it.
+// window.received is set once that is done (or has failed), with the text that came out.
 window.received = null; window.pings = 0;
 window.addEventListener("message", function (e) {
   if (e.data === "PING") { window.pings++; e.source.postMessage("PONG", "*"); return; }
   if (e.data && e.data.perfetto) {
     var p = e.data.perfetto;
-    window.received = {origin: e.origin, title: p.title, fileName: p.fileName,
-                       bytes: p.buffer ? p.buffer.byteLength : -1};
-    document.title = "received " + p.fileName;
+    var got = {origin: e.origin, title: p.title, fileName: p.fileName,
+               isArrayBuffer: p.buffer instanceof ArrayBuffer, sentBytes: p.buffer ? p.buffer.byteLength : -1};
+    var head = new Uint8Array(p.buffer, 0, 2);
+    got.gzip = head[0] === 0x1f && head[1] === 0x8b;
+    new Response(new Blob([p.buffer]).stream().pipeThrough(new DecompressionStream("gzip"))).text().then(
+      function (text) { got.text = text; window.received = got; document.title = "received " + p.fileName; },
+      function (err) { got.error = String(err); window.received = got; });
   }
 });
 </script><p>stand-in for ui.perfetto.dev</p>"""
@@ -58,11 +66,6 @@ RUN_STATE = r"""() => {
   if (prompts.some(t => t === '[ ]:') && !prompts.some(t => t === '[*]:')) return 'stopped';
   return null;
 }"""
-
-
-def _trace_size(path: Path) -> int:
-    data = path.read_bytes()
-    return len(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)
 
 
 def _shot(locator, path: Path) -> Path:
@@ -250,9 +253,13 @@ def _predict_then_reveal_and_perfetto(page, lab, screenshots: Path) -> None:
     assert perfetto_requests and perfetto_requests[0].rstrip("/") == PERFETTO, perfetto_requests
     assert popup.url.rstrip("/") == PERFETTO, f"the button opened {popup.url}, not {PERFETTO}"
     expect(output.get_by_text(f"Sent to Perfetto: {trace_path.name}")).to_be_visible()
+    # the stand-in gunzips what it was sent (asynchronously): it must be the trace's JSON, every byte of it
+    popup.wait_for_function("window.received !== null", timeout=STEP_MS)
     received = popup.evaluate("window.received")
-    assert received == {"origin": lab.url, "title": trace_path.name, "fileName": trace_path.name,
-                        "bytes": _trace_size(trace_path)}, received
+    text = received.pop("text", None)
+    assert received == {"origin": lab.url, "title": trace_path.name, "fileName": perfetto.sent_name(trace_path.name),
+                        "isArrayBuffer": True, "gzip": True, "sentBytes": len(perfetto.payload(trace_path))}, received
+    assert text == perfetto.trace_bytes(trace_path).decode("utf-8"), "the stand-in did not get the trace's JSON"
 
     uncaught = [line for line in page.log if line.startswith("pageerror")]
     assert not uncaught, "uncaught errors in the page:\n" + "\n".join(uncaught)
