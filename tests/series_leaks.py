@@ -6,8 +6,10 @@ cell's output (:mod:`helpers.lesson.widgets`). This plugin keeps every executed
 cell's outputs as nbval receives them and adds one last test item,
 ``series-leaks``, which reads the series in order with the markdown cells
 and fails on any fact shown before its question (:func:`helpers.lesson.spoilers.find_leaks`);
-and ``series-quiet``, which fails on any output written to stderr (a warning under a reveal).
-The series runs once: the checks read the outputs of that same run.
+``series-quiet``, which fails on any output written to stderr (a warning under a reveal); and
+``series-small``, which fails when a notebook saved with its outputs (every reveal shown, as a learner who
+answered everything saves it) would be over :data:`SAVED_MAX` bytes: Colab, GitHub and git handle large
+notebooks badly. The series runs once: the checks read the outputs of that same run.
 
 A recorded value can equal another trace's unrelated figure by chance (two
 durations of three digits, from different traces, meaning different things).
@@ -23,9 +25,11 @@ from pathlib import Path
 
 import pytest
 
-from helpers.lesson.spoilers import Leak, find_leaks
+from helpers.lesson.spoilers import MIME, Leak, find_leaks
 
 COINCIDENCES = Path(__file__).with_name("leak_coincidences.json")
+#: the most a notebook saved after its run may weigh ("about 1 MB"; the largest, 17, held 1.05 MB on 2026-12-01)
+SAVED_MAX = 1_100_000
 
 _executed: dict[str, dict[int, list[dict]]] = {}  # notebook path -> cell index -> outputs
 _order: list[str] = []
@@ -125,7 +129,38 @@ class SeriesQuiet(pytest.Item):
         return self.fspath, None, "series-quiet: nothing on stderr"
 
 
+def saved_size(path: str | Path, outputs: dict[int, list[dict]]) -> int:
+    """The bytes of ``path`` saved as Jupyter saves it, with these outputs in its code cells (the leak check's own
+    markers, which no learner's notebook holds, left out)."""
+    import nbformat
+
+    nb = nbformat.read(str(path), as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    for i, cell in enumerate(code):
+        cell.outputs = [nbformat.from_dict(o) for o in outputs.get(i, []) if MIME not in (o.get("data") or {})]
+    return len(nbformat.writes(nb).encode())
+
+
+class SeriesSmall(pytest.Item):
+    """A notebook saved after its run stays small enough to keep, share and open on Colab."""
+
+    def runtest(self) -> None:
+        if not _order:
+            pytest.skip("no notebook ran in this session")
+        sizes = {Path(p).stem: saved_size(p, _executed[p]) for p in _order}
+        big = {k: v for k, v in sizes.items() if v > SAVED_MAX}
+        if big:
+            raise AssertionError(f"saved with their outputs, over {SAVED_MAX:,} bytes: "
+                                 + ", ".join(f"{k} {v:,} bytes" for k, v in big.items())
+                                 + f" (the largest figures and Perfetto buttons go first: show.small_png, "
+                                   "perfetto.MAX_EMBED)")
+
+    def reportinfo(self):
+        return self.fspath, None, f"series-small: every saved notebook under {SAVED_MAX:,} bytes"
+
+
 def pytest_collection_modifyitems(session, config, items):
     if any(hasattr(i, "cell") for i in items):
         items.append(SeriesLeaks.from_parent(session, name="series-leaks"))
         items.append(SeriesQuiet.from_parent(session, name="series-quiet"))
+        items.append(SeriesSmall.from_parent(session, name="series-small"))

@@ -59,3 +59,35 @@ def test_notebook_figures_are_saved_tight():
                     loose.append(f"{path.relative_to(ROOT)}:{c.lineno} {fn.name}")
     assert seen >= 1, "no savefig found: show.display_figure moved?"
     assert not loose, "figures saved without bbox_inches='tight':\n" + "\n".join(loose)
+
+
+def test_a_figure_is_kept_small_and_looks_the_same():
+    """The notebook keeps a figure as a palette PNG: far fewer bytes, the same size, and within a few levels of
+    the full-colour picture at every pixel but the antialiased edges."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from PIL import Image, ImageChops
+
+    from helpers.facts import steps
+    from helpers.lesson import plots, show
+    from helpers.reader.trace import read_trace
+
+    t = read_trace(ROOT / "traces" / "reference" / "nvidia-h200" / "64_bf16_warm_eager.json")
+    last = steps(t)[-1]
+    fig = plots.timeline(t, (last.start_us, last.end_us))
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=fig.dpi, bbox_inches="tight")
+    plt.close(fig)
+    full = buf.getvalue()
+    small = show.small_png(full)
+    assert len(small) < 0.6 * len(full)
+    a, b = Image.open(io.BytesIO(full)).convert("RGB"), Image.open(io.BytesIO(small)).convert("RGB")
+    assert a.size == b.size
+    diff = ImageChops.difference(a, b).convert("L").point(lambda v: 255 if v > 24 else 0)
+    far = diff.histogram()[255]
+    assert far < 0.01 * a.size[0] * a.size[1], far
+    assert show.small_png(b"not a png") == b"not a png"  # what Pillow cannot read is kept as it is
