@@ -140,9 +140,9 @@ def test_dispatch_chain(h200):
     assert names[:4] == ["ProfilerStep#2", "matmul_add", "aten::matmul", "aten::mm"]
     mm = next(n for _, n in chain.walk() if n.name == "aten::mm")
     (launch,) = mm.children
-    assert [g["kind"] for g in launch.gpu] == [kk.GEMM]
+    assert [g.kind for g in launch.gpu] == [kk.GEMM]
     add = next(n for _, n in chain.walk() if n.name == "aten::add")
-    assert [g["kind"] for g in add.children[0].gpu] == [kk.ELEMENTWISE]
+    assert [g.kind for g in add.children[0].gpu] == [kk.ELEMENTWISE]
 
 
 def test_batching_turns_mm_into_bmm(h200):

@@ -83,6 +83,17 @@ def launch_latency(trace: Trace, found: list[Launch] | None = None) -> Latency |
 # --- the dispatch chain ---------------------------------------------------------
 
 @dataclass
+class GpuItem:
+    """A kernel, copy or fill that a call in a dispatch chain launched."""
+
+    name: str
+    kind: str  # helpers.facts.kernel_kinds: GEMM, ELEMENTWISE, COPY...
+    start_us: float
+    dur_us: float
+    latency_us: float  # from the start of the call that launched it to its own start
+
+
+@dataclass
 class Node:
     """One event in a dispatch chain, with what it called and what ran on the GPU."""
 
@@ -91,7 +102,7 @@ class Node:
     start_us: float
     dur_us: float
     children: list["Node"] = field(default_factory=list)
-    gpu: list[dict] = field(default_factory=list)  # kernels/copies this call launched
+    gpu: list[GpuItem] = field(default_factory=list)  # kernels/copies this call launched
 
     def walk(self, depth: int = 0):
         yield depth, self
@@ -105,8 +116,7 @@ class Node:
 def _node(trace: Trace, i: int) -> Node:
     n = Node(trace.name_of(i), trace.group_of(i), trace.ts[i], trace.dur[i])
     for j in trace.gpu_work_of(i):
-        n.gpu.append({"name": trace.name_of(j), "kind": kind_of(trace, j), "start_us": trace.ts[j],
-                      "dur_us": trace.dur[j], "latency_us": trace.ts[j] - trace.ts[i]})
+        n.gpu.append(GpuItem(trace.name_of(j), kind_of(trace, j), trace.ts[j], trace.dur[j], trace.ts[j] - trace.ts[i]))
     n.children = [_node(trace, c) for c in trace.children(i)
                   if trace.group_of(c) in CPU_GROUPS]
     return n

@@ -49,8 +49,8 @@ def chain_text(node: Node | None, gpu: bool = True) -> str:
         lines.append(f"{'  ' * depth}{n.name}  [{n.group}, {us(n.dur_us)}]")
         if gpu:
             for g in n.gpu:
-                lines.append(f"{'  ' * (depth + 1)}-> GPU {g['kind']}: {short(g['name'], 60)}"
-                             f"  ({us(g['dur_us'])}, starts {us(g['latency_us'])} after the call)")
+                lines.append(f"{'  ' * (depth + 1)}-> GPU {g.kind}: {short(g.name, 60)}"
+                             f"  ({us(g.dur_us)}, starts {us(g.latency_us)} after the call)")
     return "\n".join(lines)
 
 
