@@ -137,7 +137,7 @@ def gemm_math(name: str) -> str | None:
     from .kernel_names import LIBRARY_HELPER, decode
 
     k = decode(name)
-    if not k.known or k.family == LIBRARY_HELPER or k.library.startswith("rocBLAS"):
+    if not k.known or k.family == LIBRARY_HELPER or k.library.startswith(("rocBLAS", "Composable Kernel", "MIOpen")):
         return None  # AMD's matrix cores are not what these categories name
     if k.dtype and k.dtype.startswith(("fp8", "int8", "uint8")) and k.tensor_cores:
         return EIGHT_BIT
