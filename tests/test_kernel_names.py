@@ -235,6 +235,8 @@ def test_miopen_names():
     assert kk.classify("batched_transpose_32x32_half") == kk.COPY
     assert decode("SubTensorOpWithScalar1d").library == "MIOpen"
     assert decode("Im2d2Col_v2").library == "MIOpen"
+    # im2col copies an input's patches into a matrix's columns: a copy, though the op that launched it is a convolution
+    assert kk.classify("Im2d2Col_v2", op="aten::miopen_convolution") == kk.COPY
 
 
 def test_rocprim_and_vllm_kernels_are_not_pytorch_aten():
@@ -243,6 +245,8 @@ def test_rocprim_and_vllm_kernels_are_not_pytorch_aten():
     assert decode(ROTARY).library == "vLLM"
     k = decode(RESHAPE_AND_CACHE)
     assert (k.library, k.family, k.dtype) == ("vLLM", "transfer", "bf16")
+    # it copies new keys and values into the paged KV cache: no attention, whatever "flash" in its name says
+    assert kk.classify(RESHAPE_AND_CACHE) == kk.COPY
 
 
 def test_triton_kernels_named_after_their_functions():
@@ -252,12 +256,19 @@ def test_triton_kernels_named_after_their_functions():
     assert kk.classify("_matmul_ogs_NNT_bf16xbf16xmxfp4_128x128x128x1") == kk.GEMM
     k = decode("_finalize_matmul_scatter_bf16")
     assert (k.library, k.dtype) == ("Triton (triton_kernels)", "bf16")
+    # it sums each token's rows from its experts: a reduction, no matrix multiply
+    assert kk.classify("_finalize_matmul_scatter_bf16") == kk.REDUCTION
     for n in ("_topk_forward", "_sum_bitmatrix_rows", "_combined_routing_memset", "_combined_routing_compute"):
         assert decode(n).library == "Triton (triton_kernels)" and decode(n).family.startswith("routing"), n
     assert decode("kernel_unified_attention_2d").library == "Triton (vLLM's unified attention)"
     assert decode("attn_fwd").library == "Triton (AOTriton)"
     assert kk.classify("kernel_unified_attention_2d") == kk.ATTENTION == kk.classify("attn_fwd")
     assert decode("_matmul_ogs").library == "unknown" and decode("attn_fwd_v2").library == "unknown"
+
+
+def test_an_inductor_pointwise_kernel_is_triton_whatever_ops_its_name_lists():
+    assert decode(INDUCTOR_POI_SDPA).detail("category") == "pointwise"
+    assert kk.classify(INDUCTOR_POI_SDPA, op="aten::_scaled_dot_product_flash_attention") == kk.TRITON
 
 
 def test_a_name_no_rule_knows_says_nothing():
