@@ -42,6 +42,13 @@ _RULES: list[tuple[str, re.Pattern]] = [
     (COPY, re.compile(r"nchwToNhwc|nhwcToNchw|nchw2nhwc|nhwc2nchw", re.I)),
     # cuDNN's FFT convolution steps ("reduced_divisor" in their arguments is no reduction)
     (GEMM, re.compile(r"fft2d_|^(?:void )?fft_", re.I)),
+    # vLLM's reshape_and_cache(_flash) copies new keys and values into the paged KV cache ("flash": the cache's
+    # layout): a copy, no attention; im2col (MIOpen's Im2d2Col) copies an input's patches into a matrix's columns
+    (COPY, re.compile(r"reshape_and_cache|Im2d2Col|im2col")),
+    # Inductor's pointwise and reduction kernels, whatever ops (an attention's, a matmul's) their names list as fused
+    (TRITON, re.compile(r"^triton_(?:poi|red|per|for|spl)_")),
+    # triton_kernels' _finalize_matmul sums each token's rows from its experts after the matmul: a reduction
+    (REDUCTION, re.compile(r"^_finalize_matmul")),
     # BLAS's scal (the output scaled by beta before a GEMM adds onto it): elementwise, though its arguments say cublas
     (ELEMENTWISE, re.compile(r"(?:^|void )scal_kernel")),
     # FBGEMM's embedding and sparse kernels: "gemm" in the library's name is no matrix multiply
@@ -137,7 +144,7 @@ def gemm_math(name: str) -> str | None:
     from .kernel_names import LIBRARY_HELPER, decode
 
     k = decode(name)
-    if not k.known or k.family == LIBRARY_HELPER or k.library.startswith("rocBLAS"):
+    if not k.known or k.family == LIBRARY_HELPER or k.library.startswith(("rocBLAS", "Composable Kernel", "MIOpen")):
         return None  # AMD's matrix cores are not what these categories name
     if k.dtype and k.dtype.startswith(("fp8", "int8", "uint8")) and k.tensor_cores:
         return EIGHT_BIT

@@ -59,6 +59,40 @@ CUB = "https://nvidia.github.io/cccl/cub/"
 FBGEMM = "https://github.com/pytorch/FBGEMM/tree/main/fbgemm_gpu"
 TENSILE = "https://rocm.docs.amd.com/projects/Tensile/en/latest/src/conceptual/kernel-parameters.html"
 PROFILER_MEMCPY = "https://github.com/pytorch/kineto/blob/main/libkineto/src/CuptiActivity.cpp"
+_CK = "https://github.com/ROCm/composable_kernel/blob/{}/include/{}"
+CK_KENTRY = _CK.format("8e22e1ae31bbf7086f69d8724e027676791d351a", "ck_tile/host/kernel_launch.hpp")
+CK_RMSNORM = _CK.format("182454f48f9b537632f8acc224c061ada53941f1",
+                        "ck_tile/ops/rmsnorm2d/pipeline/rmsnorm2d_fwd_pipeline_problem.hpp")
+CK_CONV = _CK.format("8e22e1ae31bbf7086f69d8724e027676791d351a",
+                     "ck/tensor_operation/gpu/device/impl/device_grouped_conv_fwd_multiple_abd_xdl_cshuffle.hpp")
+CK_XDL = _CK.format("8e22e1ae31bbf7086f69d8724e027676791d351a", "ck/tensor_operation/gpu/warp/xdlops_gemm.hpp")
+_MIOPEN = "https://github.com/ROCm/MIOpen/blob/2d1fd997a6fcf801ac4ca7a63e0656ef1cb9f488/src/{}"
+MIOPEN_IGEMM = _MIOPEN.format("solver/conv/conv_asm_implicit_gemm_gtc_perf_config.cpp")
+MIOPEN_TRANSPOSE = _MIOPEN.format("hip/batched_transpose_sol.cpp")
+MIOPEN_IM2COL = _MIOPEN.format("kernels/MIOpenIm2d2Col.cl")
+MIOPEN_SCALAR = _MIOPEN.format("ocl/tensorocl.cpp")
+ROCPRIM = ("https://github.com/ROCm/rocm-libraries/blob/027c8b37b4231cae2f318f2776526865e848e291/projects/rocprim/"
+           "rocprim/include/rocprim/config.hpp")
+AITER_GROUPNORM = ("https://github.com/ROCm/aiter/blob/e4048607a535ace3a2b51ded31b1c8c2d45c0879/csrc/kernels/"
+                   "groupnorm.cu")
+MANGLED_BF16 = "https://reviews.llvm.org/D150913"
+PYTORCH_AOTRITON = ("https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/transformers/hip/flash_attn/aot/"
+                    "mha_all_aot.hip")
+AOTRITON_FWD = "https://github.com/ROCm/aotriton/blob/fd4048c9dded60c69e9006cdb77c181781956f39/tritonsrc/fwd_kernel.py"
+CUBLAS_DOCS = "https://docs.nvidia.com/cuda/cublas/index.html"
+ATEN_INDEXING = "https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/cuda/Indexing.cu"
+VLLM_CSRC = "https://github.com/vllm-project/vllm/tree/main/csrc"
+VLLM_CACHE = "https://github.com/vllm-project/vllm/blob/main/csrc/cache_kernels.cu"
+VLLM_UNIFIED_ATTENTION = ("https://github.com/vllm-project/vllm/blob/001ceb3e98e7a19ebe33f542a368fa73bf6c76ad/vllm/"
+                          "attention/ops/triton_unified_attention.py")
+_TK = "https://github.com/triton-lang/triton/blob/{}/python/triton_kernels/triton_kernels/{}"
+TK_MATMUL_NAME = _TK.format("052a2c971cad0df10eb04c32726d67caddfd8265", "matmul_ogs_details/_common.py")
+TK_SPECIALIZE = _TK.format("02adf8fdd97b1c940719b509f53a7cd90acc0156", "specialize.py")
+TK_FINALIZE = _TK.format("1ddaa5e75916dbc7dce2c5a519d6723c922b406a", "matmul_ogs_details/_finalize_matmul.py")
+TK_TOPK = _TK.format("08503c47e2d017311bf4a439d2db9fa9fea0eb6b", "topk_details/_topk_forward.py")
+TK_ROUTING = _TK.format("0b1cf48fff3fb7a7d884005d7a8f61b56c4cfd3b", "routing_details/_routing_compute.py")
+TK_BITMATRIX = _TK.format("12d909bff965bccb355e41133615bf8331cf9475",
+                          "tensor_details/bitmatrix_details/sum_bitmatrix_rows.py")
 
 # --- the table ----------------------------------------------------------------------------------------------------
 
@@ -120,6 +154,38 @@ RULES: tuple[Rule, ...] = (
     Rule(r"^triton_tem_", {"family": GEMM}, "tem: a template kernel, Inductor's Triton matrix multiply or "
          "convolution; whether it runs on tensor cores is in its code, not its name", INDUCTOR_TEMPLATES),
     Rule(r"^triton", {"library": "Triton"}, "a Triton kernel", INDUCTOR_NAMES),
+    # -- Triton kernels written by hand, named after their function (no Inductor prefix) ------------------------------
+    Rule(r"^_matmul_ogs(?P<acc>_acc)?_(?P<layouts>[NT]{3})_(?P<types>[a-z0-9]+x[a-z0-9]+x[a-z0-9]+)_"
+         r"(?P<m>\d+)x(?P<n>\d+)x(?P<k>\d+)x(?P<split_k>\d+)(?:_(?P<fused>\w+))?$",
+         {"library": "Triton (triton_kernels)", "family": GEMM, "tile": "{m}x{n}x{k}"},
+         "triton_kernels' matmul_ogs (a matrix multiply with an optional gather and scatter, for mixtures of "
+         "experts) names itself _matmul_ogs + a letter each for Y, X, W (N: its stride along N, K, N is the "
+         "constant 1; T: it is not) + the types of Y, X and W (u8 weights are written mxfp4) + "
+         "BLOCK_M x BLOCK_N x BLOCK_K x SPLIT_K", TK_MATMUL_NAME),
+    Rule(r"^_matmul_ogs\w*_\d+x\d+x\d+x\d+_\w+$", {}, "the suffix after the tile is the fused function's own "
+         "name (swiglu: the activation fused into the matrix multiply)", TK_SPECIALIZE),
+    Rule(r"^_finalize_matmul(?:_scatter)?_(?P<dtype>bf16|fp16|fp32|fp8e4nv|fp8e5)$",
+         {"library": "Triton (triton_kernels)", "family": "reduction"},
+         "_finalize_matmul[_scatter]_<type of A>: sums the rows that the experts of each token wrote, into one "
+         "row per token (a reduction after matmul_ogs, no matrix multiply of its own)", TK_FINALIZE),
+    Rule(r"^_topk_forward$", {"library": "Triton (triton_kernels)", "family": "routing (mixture of experts)"},
+         "the top-k experts of each token, their scores (softmax) and a bitmatrix of the choices", TK_TOPK),
+    Rule(r"^_sum_bitmatrix_rows$", {"library": "Triton (triton_kernels)", "family": "routing (mixture of experts)"},
+         "counts the tokens routed to each expert: sums the routing bitmatrix", TK_BITMATRIX),
+    Rule(r"^_combined_routing_(?:memset|compute)$",
+         {"library": "Triton (triton_kernels)", "family": "routing (mixture of experts)"},
+         "one launch for several small routing steps: memset combines fills and prefix sums (cumsum) of the "
+         "expert histogram; compute sorts the tokens by expert and writes the gather and scatter indices",
+         TK_ROUTING),
+    Rule(r"^kernel_unified_attention_(?:2d|3d)$", {"library": "Triton (vLLM's unified attention)",
+                                                    "family": ATTENTION},
+         "vLLM's Triton attention over its paged KV cache, for queries of any lengths in one launch",
+         VLLM_UNIFIED_ATTENTION),
+    Rule(r"^attn_fwd$", {"library": "Triton (AOTriton)", "family": ATTENTION},
+         "attn_fwd: AOTriton's Triton forward attention, which PyTorch's flash attention on ROCm runs; another "
+         "Triton kernel may have the same name", AOTRITON_FWD),
+    Rule(r"^attn_fwd$", {}, "PyTorch's flash attention on ROCm calls aotriton::v2::flash::attn_fwd (mha_fwd_aot)",
+         PYTORCH_AOTRITON),
     # -- attention -----------------------------------------------------------------------------------------------------
     Rule(r"pytorch_flash::flash_(?P<direction>fwd|bwd)\w*?<Flash_(?:fwd|bwd)_kernel_traits<(?P<head_dim>\d+), "
          r"(?P<m>\d+), (?P<n>\d+), (?P<warps>\d+),.*?cutlass::(?P<dtype>bfloat16_t|half_t)",
@@ -199,6 +265,20 @@ RULES: tuple[Rule, ...] = (
          "a cuBLASLt epilogue (bias, activation) run after the GEMM", CUBLAS_PRIVATE),
     Rule(r"gemv|gemmk1_kernel", {"library": "cuBLAS", "family": GEMM},
          "gemv: a matrix-vector product (BLAS level 2)", BLAS_LETTERS),
+    # cuBLAS's small-N GEMM and dot kernels: the name does not say cuBLAS, its parameters' types do
+    Rule(r"^(?:void )?gemmSN_(?P<layout>[NT]{2})_kernel<.*?cublasGemvTensorStridedBatched<(?P<dtype>[\w:]+) const>",
+         {"library": "cuBLAS", "family": GEMM},
+         "gemmSN_TN_kernel (or NN...) with cublasGemmSmallNParams: cuBLAS's GEMM for a small N; N and T as in "
+         "BLAS (not transposed, transposed), NVIDIA does not say which letter is which operand; the first const "
+         "(input) tensor's type is the input type", CUBLAS_DOCS),
+    Rule(r"^(?:void )?dot_kernel<.*?cublasDotParams<cublasGemvTensorStridedBatched<(?P<dtype>[\w:]+) const>",
+         {"library": "cuBLAS", "family": GEMM},
+         "dot_kernel with cublasDotParams: BLAS's dot product (sum of x_i * y_i) over cuBLAS's strided batched "
+         "gemv tensors, which cuBLAS runs for a matrix product (a real trace launches it under aten::mm)",
+         CUBLAS_DOCS),
+    Rule(r"^(?:void )?reduce_1Block_kernel<.*?cublasGemvTensorStridedBatched<(?P<dtype>[\w:]+) const>",
+         {"library": "cuBLAS", "family": LIBRARY_HELPER},
+         "reduce_1Block_kernel on cuBLAS's gemv tensors: one block sums the partial dot products", CUBLAS_DOCS),
     Rule(r"(?:^|void )scal_kernel", {"library": "cuBLAS", "family": LIBRARY_HELPER},
          "scal: BLAS's vector scaling (here, the output scaled by beta before a GEMM adds onto it)", BLAS_LETTERS),
     # -- CUTLASS ------------------------------------------------------------------------------------------------------
@@ -275,7 +355,57 @@ RULES: tuple[Rule, ...] = (
          "MT: the macro tile, the work-group's tile of C (and its depth in K)", TENSILE),
     Rule(r"^Cijk_\w*?_MI(?P<instruction>\d+x\d+x\d+)", {"tensor_cores": True},
          "MI: MatrixInstruction, AMD's matrix cores (MFMA), the counterpart of NVIDIA's tensor cores", TENSILE),
+    # -- ROCm's libraries, named by their namespaces, mangled or not -----------------------------------------------
+    Rule(r"^_ZN7ck_tile6kentry", {"library": "Composable Kernel (ck_tile)"},
+         "ck_tile::kentry<..., Kernel, Args...>: the __global__ function through which ck_tile's make_kernel "
+         "launches a kernel (it calls Kernel{}(args...)); here mangled, _ZN7ck_tile6kentry...", CK_KENTRY),
+    Rule(r"^_ZN7ck_tile6kentry\w*?12Rmsnorm2dFwdI\w*?27Rmsnorm2dFwdPipelineProblemI"
+         r"(?P<dtype>DF16b|DF16_)(?:DF16b|DF16_)(?P<accumulate>f)",
+         {"family": "normalisation"},
+         "Rmsnorm2dFwd<...Rmsnorm2dFwdPipelineProblem<X type, gamma type, compute type, ...>>: an RMS norm, "
+         "the input's type and the type it computes in (mangled: DF16_ is _Float16, f float)", CK_RMSNORM),
+    Rule(r"^_ZN\w*?DF16b", {}, "DF16b: __bf16 (std::bfloat16_t) in a mangled name, as Clang mangles it for AMD GPUs",
+         MANGLED_BF16),
+    Rule(r"^_ZN2ck16tensor_operation6device", {"library": "Composable Kernel"},
+         "ck::tensor_operation::device::...: a Composable Kernel device operation (mangled; _GLOBAL__N_1 is the "
+         "anonymous namespace its kernel entries live in)", CK_CONV),
+    Rule(r"^_ZN2ck16tensor_operation6device\w*?kernel_grouped_conv_(?P<direction>fwd)_",
+         {"family": CONVOLUTION}, "kernel_grouped_conv_fwd_...: a grouped convolution's forward pass, run as an "
+         "implicit GEMM", CK_CONV),
+    Rule(r"^_ZN2ck16tensor_operation6device\w*?_xdl_", {"tensor_cores": True},
+         "xdl: CK's XDL (xdlops) GEMM, built on MFMA, AMD's matrix-core instructions", CK_XDL),
+    Rule(r"^igemm_(?P<direction>fwd|bwd|wrw)_gtcx\d?_(?P<layout>nhwc|nchw)_(?P<dtype>fp32|fp16|bf16)_bx\d+_ex\d+_"
+         r"bt(?P<tile>\d+x\d+x\d+)_wt(?P<wave_tile>\d+x\d+x\d+)",
+         {"library": "MIOpen (assembly implicit GEMM)", "family": CONVOLUTION, "tensor_cores": True},
+         "igemm_<fwd|bwd|wrw>_gtcx<n>_<layout>_<type>_bx.._ex.._bt<GEMM M x N x K per block>_wt<wave tile>...: "
+         "MIOpen's implicit-GEMM convolution in assembly; gtcx (gfx908), gtcx2 (gfx90a), gtcx3 (the others, "
+         "such as gfx942): its xdlops kernels, which run on the matrix cores (MFMA)", MIOPEN_IGEMM),
+    Rule(r"^batched_transpose_(?P<tile>\d+x\d+)_(?:pack_\d+x\d+_ediv_\d+x\d+_)?(?P<element>byte|half|dword)$",
+         {"library": "MIOpen", "family": TRANSFER},
+         "batched_transpose_<tile>_<element size>: MIOpen's layout transform around a convolution (byte, half, "
+         "dword: 1, 2, 4 bytes per element, whatever the type)", MIOPEN_TRANSPOSE),
+    Rule(r"^Im2d2Col", {"library": "MIOpen", "family": TRANSFER},
+         "Im2d2Col: im2col, the input's patches copied into the columns of a matrix for a GEMM convolution",
+         MIOPEN_IM2COL),
+    Rule(r"^SubTensorOpWithScalar[1-5]d$", {"library": "MIOpen", "family": LIBRARY_HELPER},
+         "SubTensorOpWithScalar<n>d: MIOpen's SetTensor (fill with a scalar) or ScaleTensor (multiply by one); "
+         "the name does not say which", MIOPEN_SCALAR),
+    Rule(r"(?:^|[^\w])rocprim::(?:ROCPRIM_\d+_NS::)?", {"library": "rocPRIM", "family": LIBRARY_HELPER},
+         "rocPRIM, ROCm's counterpart of CUB (scan, sort, reduce, select); ROCPRIM_400400_NS is its versioned "
+         "inline namespace", ROCPRIM),
+    Rule(r"\(anonymous namespace\)::groupnorm_kernel_dispatch_(?:up|down)<(?P<dtype>__hip_bfloat16|__half|float)",
+         {"library": "AITER", "family": "normalisation"},
+         "AITER's group norm: up accumulates each group's sums, down normalises", AITER_GROUPNORM),
+    # -- vLLM's own CUDA (and HIP) kernels ------------------------------------------------------------------------
+    Rule(r"(?:^|void )vllm::reshape_and_cache(?:_flash)?_kernel<(?P<dtype>[\w:]+),",
+         {"library": "vLLM", "family": TRANSFER},
+         "reshape_and_cache_flash_kernel: copies each new token's keys and values into vLLM's paged KV cache "
+         "(converted to fp8 only when the cache is fp8): no attention of its own", VLLM_CACHE),
+    Rule(r"(?:^|void )vllm::", {"library": "vLLM"}, "vllm::...: one of vLLM's own kernels (csrc/)", VLLM_CSRC),
     # -- PyTorch's own kernels, CUB, FBGEMM ---------------------------------------------------------------------------
+    Rule(r"\(anonymous namespace\)::indexing_backward_kernel<", {"library": "PyTorch ATen"},
+         "indexing_backward_kernel: the backward of indexing (index_put_ with accumulate), in Indexing.cu's "
+         "anonymous namespace", ATEN_INDEXING),
     Rule(r"sum_functor<(?P<dtype>[\w:]+), (?P<accumulate>[\w:]+), [\w:]+>",
          {"library": "PyTorch ATen", "family": "reduction"},
          "sum_functor<input type, accumulator type, output type>", ATEN_SUM),
@@ -316,7 +446,8 @@ _DTYPES = {
     "uint64_t": "uint64", "i8": "int8", "int8": "int8", "int8_t": "int8", "s8": "int8", "u8": "uint8",
     "uint8_t": "uint8", "bool": "bool", "c": "complex fp32", "z": "complex fp64", "gc": "complex fp32",
     "f8e4m3": "fp8 (e4m3)", "e4m3": "fp8 (e4m3)", "f8e5m2": "fp8 (e5m2)", "e5m2": "fp8 (e5m2)",
-    "c10::complex<float>": "complex fp32",
+    "c10::complex<float>": "complex fp32", "__hip_bfloat16": "bf16", "DF16b": "bf16", "DF16_": "fp16",
+    "f": "fp32", "__half": "fp16",
 }
 
 
