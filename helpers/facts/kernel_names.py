@@ -418,7 +418,7 @@ RULES: tuple[Rule, ...] = (
          r"linearize_index",
          {"library": "FBGEMM-GPU"}, "FBGEMM-GPU's embedding and sparse-data kernels (not a GEMM despite the "
          "library's name)", FBGEMM),
-    Rule(r"at::native::|at::cuda::|\bat::|c10::|(?:anonymous namespace)::softmax_warp|multi_tensor_apply_kernel|"
+    Rule(r"at::native::|at::cuda::|\bat::|c10::|\(anonymous namespace\)::softmax_warp|multi_tensor_apply_kernel|"
          r"compute_cuda_kernel|elementwise_kernel_with_index",
          {"library": "PyTorch ATen"},
          "one of PyTorch's own CUDA kernels (elementwise, reduce, index, copy...)", ATEN_CUDA),
