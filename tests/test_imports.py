@@ -145,3 +145,21 @@ def test_every_module_run_by_name_exists():
         assert importlib.util.find_spec(name) is not None, name
     src = (ROOT / "helpers" / "runs" / "record.py").read_text()
     assert all(f'_fresh("{m}"' in src for m in record.FRESH_MODULES)
+
+
+def test_every_manifest_names_a_command_that_exists():
+    """A reference or exam set's manifest says how it was recorded: the module or tool it names must still be
+    there (the recorder moved to helpers.runs.record; a manifest that named helpers.record sent readers nowhere)."""
+    import importlib.util
+    import json
+    import shlex
+
+    manifests = sorted((ROOT / "traces").glob("*/*/manifest.json"))
+    assert manifests
+    for path in manifests:
+        words = shlex.split(json.loads(path.read_text())["command"])
+        assert words[0] == "python", (path, words)
+        if words[1] == "-m":
+            assert importlib.util.find_spec(words[2]) is not None, (path, words[2])
+        else:
+            assert (ROOT / words[1]).is_file(), (path, words[1])
