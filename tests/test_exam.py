@@ -209,14 +209,8 @@ def test_the_notebook_s_source_holds_no_answer():
     assert "record_exam" not in text and f"helpers.lessons import {LESSON}" in text
 
 
-def _lesson():
-    import importlib
-
-    return importlib.import_module(f"helpers.lessons.{LESSON}")
-
-
 def test_the_lesson_asks_the_exam_s_questions():
-    lesson = _lesson()
+    from helpers.lessons import n17_the_exam as lesson
 
     assert [(q["bound_qid"], q["fix_qid"]) for q in lesson.QUESTIONS] == [x.qids for x in exam.items(EXAM_SET)]
     cells = _cells()
@@ -234,8 +228,7 @@ def test_the_evidence_decides_nothing_itself(monkeypatch):
 
     matplotlib.use("Agg")
     from helpers.lesson import show
-
-    lesson = _lesson()
+    from helpers.lessons import n17_the_exam as lesson
 
     said: list[str] = []
     monkeypatch.setattr(show, "_display_html", said.append)
