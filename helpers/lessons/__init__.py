@@ -13,6 +13,7 @@ These modules may import every other part of ``helpers``; nothing in
 """
 
 import ast as _ast
+from functools import lru_cache as _lru_cache
 import json as _json
 import re as _re
 from pathlib import Path as _Path
@@ -70,6 +71,12 @@ def _text(node: _ast.AST) -> str | None:
 
 
 def _ids_in(source: str, where: str) -> list[QuestionId]:
+    return [QuestionId(qid, use, f"{where}, line {line}") for line, qid, use in _ids_at(source)]
+
+
+@_lru_cache(maxsize=512)  # the series' checks read each module several times: parsing is most of their time
+def _ids_at(source: str) -> tuple[tuple[int, str, str], ...]:
+    """(line, id, use) of every question id in ``source``, in the order written."""
     found = []
     for node in _ast.walk(_ast.parse(source)):
         if not isinstance(node, _ast.Call):
@@ -78,13 +85,13 @@ def _ids_in(source: str, where: str) -> list[QuestionId]:
         args = {k.arg: k.value for k in node.keywords if k.arg}
         first = node.args[0] if node.args else args.get("qid")
         if name in _QID_CALLS and first is not None and _text(first) is not None:
-            found.append((node.lineno, node.col_offset, QuestionId(_text(first), _QID_CALLS[name], where)))
+            found.append((node.lineno, node.col_offset, _text(first), _QID_CALLS[name]))
         if name == "scoreboard" and "only" in args and _text(args["only"]) is not None:
-            found.append((node.lineno, node.col_offset, QuestionId(_text(args["only"]), "scores", where)))
+            found.append((node.lineno, node.col_offset, _text(args["only"]), "scores"))
         for k in node.keywords:  # a table of questions the lesson asks from: dict(bound_qid="17.trace-1-bound")
             if k.arg and k.arg.endswith("_qid") and _text(k.value) is not None:
-                found.append((k.value.lineno, k.value.col_offset, QuestionId(_text(k.value), "asks", where)))
-    return [q._replace(where=f"{q.where}, line {line}") for line, _, q in sorted(found, key=lambda x: x[:2])]
+                found.append((k.value.lineno, k.value.col_offset, _text(k.value), "asks"))
+    return tuple((line, qid, use) for line, _, qid, use in sorted(found, key=lambda x: x[:2]))
 
 
 def question_ids(notebook: str | _Path, lessons: _Path = _HERE) -> list[QuestionId]:
