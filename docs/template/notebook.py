@@ -9,21 +9,22 @@
 # %%
 from helpers.lesson import show, widgets
 from helpers.lessons import nNN_name as lesson
-from helpers.runs.profiling import Schedule, profile
+from helpers.runs.profiling import profile
 from helpers.runs.workload import matmul_add
 
 env = show.banner()
 # Live on a GPU; without one, the reference set's recording of the same scenario (helpers/runs/scenarios.py).
-run = profile(matmul_add(64), warm=True, schedule=Schedule(1, 1, 3))
+run = profile(matmul_add(64), warm=True)  # five steps: wait=1, warmup=1, active=3
 print(f"{run.tag}: {run.source}")
 
 # %% [markdown]
 # ## A prediction
 #
-# Five steps ran under a schedule of one wait step, one warm-up step and three active ones.
+# The cell above ran `add(matmul(x, w), b)` in five steps, under the profiler's schedule: one step to wait, one to
+# warm up, three active ones.
 
 # %%
-lesson.steps(run)
+lesson.mm_calls(run)
 
 # %% [markdown]
 # ## Recap

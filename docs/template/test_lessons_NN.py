@@ -1,4 +1,4 @@
-"""Notebook NN's lesson module: its reveal on the recorded run, each way it can grade."""
+"""Notebook NN's lesson module: its reveal on the recorded run."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from helpers.lesson import journal
 from helpers.lessons import nNN_name as lesson
-from helpers.runs.profiling import Schedule, recorded
+from helpers.runs.profiling import recorded
 from helpers.runs.workload import matmul_add
 
 
@@ -18,9 +18,9 @@ def headless(tmp_path, monkeypatch):
     monkeypatch.setenv("PROFILING_JOURNAL", str(tmp_path / "journal.json"))
 
 
-def test_the_reveal_counts_the_recorded_steps(headless):
-    run = recorded(matmul_add(64), warm=True, schedule=Schedule(1, 1, 3))
-    lesson.steps(run)  # the default, 0, is wrong
-    first = journal.entry("NN.steps")
+def test_the_reveal_counts_the_recorded_calls(headless):
+    run = recorded(matmul_add(64), warm=True)
+    lesson.mm_calls(run)  # the default, 0, is wrong
+    first = journal.entry("NN.mm-calls")
     assert first["actual"] == 3 and first["hit"] is False
-    assert lesson.checkpoint_facts(run) == {"recorded steps": ["ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"]}
+    assert lesson.checkpoint_facts(run) == {"aten::mm calls": 3, "recorded steps": 3}
