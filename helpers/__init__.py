@@ -30,3 +30,15 @@ class Word(str, Enum):
 
     def __format__(self, spec: str) -> str:
         return format(str(self.value), spec)
+
+
+def exam_notebook(lessons: Path = Path(__file__).resolve().parent / "lessons") -> str:
+    """The exam's notebook number ("17"): that of the one lesson module named ``nNN_the_exam.py``.
+
+    The number's one home: the journal (which scores the exam apart), the exam's answer key (its question ids) and
+    the tests read it here, so that renumbering the exam is renaming its files, not editing "17" in each reader.
+    """
+    found = sorted(p.name[1:3] for p in lessons.glob("n[0-9][0-9]_the_exam.py"))
+    if len(found) != 1:
+        raise LookupError(f"{lessons} holds {len(found)} modules named nNN_the_exam.py, not one: {found}")
+    return found[0]

@@ -19,7 +19,8 @@ from helpers.facts import memory, profile_table, roofline
 from helpers.advice.findings import Finding, Severity
 from helpers.reader.trace import read_trace
 
-NOTEBOOK = ROOT / "notebooks" / "17_the_exam.ipynb"
+NOTEBOOK = next((ROOT / "notebooks").glob(f"{exam.NOTEBOOK}_the_exam.ipynb"))
+LESSON = f"n{exam.NOTEBOOK}_the_exam"  # helpers/lessons/: the name the exam's number comes from
 EXAM_SET = ROOT / "traces" / "exam" / "nvidia-h200"
 
 
@@ -205,7 +206,7 @@ def test_the_notebook_s_source_holds_no_answer():
     for word in ("memory", "straggl", "input", "dataloader", "compile", "sync", "fp32", "tf32", "float32", "gemm",
                  "elementwise", "distance", "temporar", "worker", "shape", "fuse", "spike"):
         assert word not in before, word
-    assert "record_exam" not in text and "helpers.lessons import n17_the_exam" in text
+    assert "record_exam" not in text and f"helpers.lessons import {LESSON}" in text
 
 
 def test_the_lesson_asks_the_exam_s_questions():
@@ -258,12 +259,14 @@ def test_the_exam_is_scored_apart_from_the_lessons(tmp_path, monkeypatch):
     where = tmp_path / "j.json"
     monkeypatch.setenv("PROFILING_JOURNAL", str(where))
     journal.record("02.gpu-share", "x", True)
-    journal.record("17.trace-1-bound", "a", True)
-    journal.record("17.trace-1-fix", "b", False)
+    bound, fix = exam.Item(1, "exam-1", EXAM_SET / "exam-1.json").qids
+    journal.record(bound, "a", True)
+    journal.record(fix, "b", False)
     lessons = widgets._board_html()
-    assert "1 of 1 held" in lessons and "<td>17</td>" not in lessons and "scored apart: 1 of 2 held" in lessons
+    assert "1 of 1 held" in lessons and f"<td>{exam.NOTEBOOK}</td>" not in lessons
+    assert "scored apart: 1 of 2 held" in lessons
     board = widgets._board_html(exam.NOTEBOOK)
-    assert "1 of 2 held" in board and "17.trace-1-fix" in board and "02.gpu-share" not in board
+    assert "1 of 2 held" in board and fix in board and "02.gpu-share" not in board
     assert exam.NOTEBOOK == journal.EXAM
 
 
@@ -311,6 +314,16 @@ def test_the_table_is_the_one_torch_printed(tag):
         profile_table.text(t, "nonsense")
 
 
-def test_the_exam_and_the_journal_name_one_notebook():
-    """advice imports no screen, so the exam states its notebook's number itself: the journal's, scored apart."""
-    assert exam.NOTEBOOK == journal.EXAM
+def test_the_exam_s_number_is_its_lesson_module_s(tmp_path):
+    """One home for the exam's number: the lesson module named nNN_the_exam; the journal, which scores it apart, and
+    the answer key, which names its questions, read it there. Renumbered, the exam is renamed, not edited."""
+    from helpers import exam_notebook
+
+    assert exam.NOTEBOOK == journal.EXAM == exam_notebook() == LESSON[1:3]
+    assert exam.items(EXAM_SET)[0].qids == (f"{LESSON[1:3]}.trace-1-bound", f"{LESSON[1:3]}.trace-1-fix")
+    (tmp_path / "n18_the_exam.py").write_text("")
+    (tmp_path / "n18_readings.py").write_text("")
+    assert exam_notebook(tmp_path) == "18"
+    (tmp_path / "n19_the_exam.py").write_text("")  # two exams: which one is scored apart? Said, not guessed
+    with pytest.raises(LookupError, match="2 modules named nNN_the_exam.py"):
+        exam_notebook(tmp_path)

@@ -182,3 +182,21 @@ def test_the_facts_face_shows_no_private_name():
     private = [a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for a in node.names
                if a.name.startswith("_")]
     assert private == []
+
+
+def test_every_manifest_names_a_command_that_exists():
+    """A reference or exam set's manifest says how it was recorded: the module or tool it names must still be
+    there (the recorder moved to helpers.runs.record; a manifest that named helpers.record sent readers nowhere)."""
+    import importlib.util
+    import json
+    import shlex
+
+    manifests = sorted((ROOT / "traces").glob("*/*/manifest.json"))
+    assert manifests
+    for path in manifests:
+        words = shlex.split(json.loads(path.read_text())["command"])
+        assert words[0] == "python", (path, words)
+        if words[1] == "-m":
+            assert importlib.util.find_spec(words[2]) is not None, (path, words[2])
+        else:
+            assert (ROOT / words[1]).is_file(), (path, words[1])

@@ -1,11 +1,12 @@
-"""Notebooks 01-04's lesson modules: timings graded outside their noise, on samples made up to the point."""
+"""Notebooks 01-04's lesson modules: timings graded outside their noise, on samples made up to the point; 02's
+crossover and queue on made-up and recorded numbers."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
 from helpers.facts import measure
-from helpers.lessons import _shared, n01_setting_up_the_profiler as n01
+from helpers.lessons import _shared, n01_setting_up_the_profiler as n01, n02_reading_the_table as n02
 from helpers.facts.measure import Spread
 from helpers.runs.timing import Timing
 
@@ -183,3 +184,29 @@ def test_launch_latency_is_graded_on_the_spread_of_the_launches():
     assert lat.n == 6
     assert measure.grade_number(50, lat, n04.LATENCY_FACTOR).status == measure.Status.MISSED
     assert measure.grade_number(12, lat, n04.LATENCY_FACTOR).status == measure.Status.HELD
+
+
+def test_02_the_crossover_lies_between_the_first_two_sizes_the_line_falls_between():
+    sizes = [64, 128, 256, 512]
+    cpu = [100.0] * 4
+    assert n02.bracket(sizes, cpu, [10, 40, 60, 90], threshold=0.5) == (128, 256)
+    assert n02.bracket(sizes, cpu, [10, 60, 40, 90], threshold=0.5) == (64, 128)  # the first crossing, not the last
+    assert n02.bracket(sizes, cpu, [60, 70, 80, 90], threshold=0.5) is None  # GPU-bound from the smallest: unknown
+    assert n02.bracket(sizes, cpu, [1, 2, 3, 4], threshold=0.5) is None  # never GPU-bound here
+    assert n02.bracket(sizes, [100, 0, 100, 100], [1, 2, 3, 4], threshold=0.5) == (64, 128)  # no CPU time: bound
+
+
+def test_02_the_closing_synchronize_finds_the_recorded_big_run_s_work_queued():
+    """02.perfetto-queue's answer on the H200 set: the GPU work still running or waiting when the closing
+    synchronize starts, in the order it ran, and none of it ended before the call."""
+    from helpers import facts
+    from helpers.runs.profiling import recorded
+    from helpers.runs.workload import matmul_add
+
+    big = recorded(matmul_add(4096))
+    queued = n02.queued_at_sync(big)
+    sync = facts.artifacts(big.trace).closing_sync
+    t = big.trace
+    assert len(queued) == 4 and queued == sorted(queued, key=t.ts.__getitem__)
+    assert all(t.ts[j] + t.dur[j] > sync.start_us for j in queued)
+    assert n02.queued_at_sync(recorded(matmul_add(64))) == []  # the small run's GPU is idle by then

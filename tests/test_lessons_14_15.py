@@ -53,3 +53,20 @@ def test_15_pictures_draw_without_a_warning(h200):
             fig = plots.ranks(p.traces, p.shifts, title=f"{name}: one step, both ranks")
             fig.savefig(io.BytesIO(), format="png", bbox_inches="tight")  # as the notebook shows it
         plt.close(fig)
+
+
+def test_14_the_main_process_loader_leaves_the_gpu_idle_and_pinned_copies_are_faster():
+    """14.busy and 14.copy on the H200 set: the busy share rests on the unprofiled steps, the copy speeds on the
+    batch's image copies only (the largest host-to-device copies), pinned against pageable."""
+    from helpers.lessons import n14_the_input_pipeline as n14
+    from helpers.runs import comparisons
+    from helpers.runs.profiling import recorded
+    from helpers.runs.training import input_pipeline
+
+    one = recorded(input_pipeline(), warm=True)
+    pinned = recorded(input_pipeline(pin=True, non_blocking=True), warm=True)
+    share = n14.busy_share(one, comparisons.recorded("input"))
+    assert share.unit == "%" and share.n >= 5 and share.quartiles[1] < n14.BUSY_EDGES[0]  # "under 10%", conclusive
+    copies = n14.batch_copies(one)
+    assert copies and len({b for _, b in copies}) == 1  # one size: the batch's images, not the labels
+    assert n14.copy_speeds(pinned).median > 1.5 * n14.copy_speeds(one).median

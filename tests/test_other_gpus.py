@@ -35,13 +35,14 @@ import pytest
 
 import simulated_gpu as sim
 from conftest import sim_runs_key
+from helpers.lesson.journal import EXAM
 from simulated_gpu import GPUS, NotebookRun
 
 NOTEBOOKS = sim.notebook_paths()
 
-#: notebooks that read traces recorded on the reference GPU on every machine, and say so (17, the exam): the dtype in
+#: notebooks that read traces recorded on the reference GPU on every machine, and say so (the exam): the dtype in
 #: their kernel names is the recording's, not this GPU's, so (c) does not apply to them
-RECORDED_EVERYWHERE = ("17",)
+RECORDED_EVERYWHERE = (EXAM,)
 
 #: questions that ask for a bet and settle it in a later reveal: their own reveal gives no verdict anywhere
 OPEN_BY_DESIGN = {
@@ -98,7 +99,7 @@ def depends_on_the_gpu(path: Path) -> bool:
 #: datasheet peaks) and 10 (the SDPA backends' rules by capability).
 L4_NOTEBOOKS = ("09", "10")
 
-# A notebook that reads the recorded set on every machine (17) runs the same on every GPU: its banner's live
+# A notebook that reads the recorded set on every machine (the exam) runs the same on every GPU: its banner's live
 # wording is checked by its own tests, and a simulated run of it (2.5 minutes of the suite) would test nothing more.
 CASES = ([("T4", p) for p in NOTEBOOKS if p.name[:2] not in RECORDED_EVERYWHERE]
          + [("L4", p) for p in NOTEBOOKS if depends_on_the_gpu(p) and p.name[:2] in L4_NOTEBOOKS]

@@ -408,21 +408,22 @@ def test_the_exam_per_trace(tmp_path):
         journal.record("03.long-step", "ProfilerStep#3", False, where, prompt="Which step?",
                        choices=["ProfilerStep#2", "ProfilerStep#3"], kind="predict", actual="ProfilerStep#2")
         for n, (bound, fix) in traces.items():
-            journal.record(f"17.trace-{n}-bound", "x" if bound else "y", bound, where, prompt=f"Trace {n}: bound?",
-                           choices=["x", "y"], kind="predict", actual="x")
+            journal.record(f"{journal.EXAM}.trace-{n}-bound", "x" if bound else "y", bound, where,
+                           prompt=f"Trace {n}: bound?", choices=["x", "y"], kind="predict", actual="x")
             if fix is not None:
-                journal.record(f"17.trace-{n}-fix", "a" if fix else "b", fix, where, prompt=f"Trace {n}: fix?",
-                               choices=["a", "b"], kind="predict", actual="a")
+                journal.record(f"{journal.EXAM}.trace-{n}-fix", "a" if fix else "b", fix, where,
+                               prompt=f"Trace {n}: fix?", choices=["a", "b"], kind="predict", actual="a")
     g = room.gather([tmp_path])
     rows = [(r.trace, r.bound, r.fix, r.both) for r in room.exam_rows(g)]
     assert rows == [(1, (2, 3), (2, 2), (1, 2)), (2, (2, 2), (1, 2), (1, 2))]
     assert room.exam_scores(g) == [("ann", 3, 4), ("ben", 3, 4), ("cat", 1, 1)]
     out = cli("room", tmp_path)
     assert out.returncode == 0, out.stderr
-    block = out.stdout.split("The exam (notebook 17), per trace", 1)[1].split("\n\n", 1)[0].splitlines()
+    block = out.stdout.split(f"The exam (notebook {journal.EXAM}), per trace", 1)[1]
+    block = block.split("\n\n", 1)[0].splitlines()
     assert re.match(r"\s+1\s+2 of 3 \(67%\)\s+2 of 2 \(100%\)\s+1 of 2 \(50%\)", block[2]), block
     assert block[-1].strip() == "scores: ann 3/4, ben 3/4, cat 1/1"
-    assert "\n17.trace-1-bound  Trace 1: bound?" in out.stdout  # each question still has its own block
+    assert f"\n{journal.EXAM}.trace-1-bound  Trace 1: bound?" in out.stdout  # each question still has its own block
     only = cli("room", tmp_path, "--question", "03")
     assert "The exam" not in only.stdout and "03.long-step" in only.stdout
     page = tmp_path / "room.html"

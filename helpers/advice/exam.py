@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import ROOT, facts
+from .. import ROOT, exam_notebook, facts
 from . import diagnose, distributed, rulebook
 from .rulebook import RuleId
 from ..facts import roofline
@@ -37,7 +37,7 @@ DEFAULT_SET = "nvidia-h200"
 #: which exam set: the reference set's variable, when traces/exam has a folder of that name
 SET_VAR = "PROFILING_REFERENCE"
 #: the notebook whose questions are the exam (its answers are scored apart from the lessons')
-NOTEBOOK = "17"  # helpers.lesson.journal.EXAM says the same (tests/test_exam.py); advice imports no screen
+NOTEBOOK = exam_notebook()  # as helpers.lesson.journal.EXAM: one home, the lesson module's name
 
 #: the bound of one trace: the balance's verdicts as the lessons word them
 BOUND_CHOICES = [rulebook.VERDICTS[RuleId.CPU_BOUND], rulebook.VERDICTS[RuleId.GPU_BOUND]]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import Word
+from .. import ROOT, Word
 
 
 class RuleId(Word):
@@ -300,12 +300,13 @@ def rule_ids() -> list[RuleId]:
     return [r for row in ROWS for r in row.rules]
 
 
-_NOTEBOOK_FILES = {
-    "02": "02_reading_the_table", "03": "03_schedule_and_warmup", "04": "04_the_dispatch_chain",
-    "05": "05_a_batch_axis", "06": "06_occupancy", "07": "07_kernel_variance", "08": "08_torch_compile",
-    "09": "09_linear_and_mlp", "10": "10_attention", "11": "11_your_own_model", "12": "12_a_training_step",
-    "13": "13_gpu_memory", "14": "14_the_input_pipeline", "15": "15_two_gpus",
-}
+def _notebook_file(number: str) -> str:
+    """``notebooks/NN_name.ipynb``'s name for a row's link: read from the folder, so that a new notebook needs no
+    entry here."""
+    found = sorted((ROOT / "notebooks").glob(f"{number}_*.ipynb"))
+    if not found:
+        raise KeyError(f"{number}: a row of the cheat sheet names a notebook that notebooks/ does not hold")
+    return found[0].name
 
 
 def markdown_table() -> str:
@@ -313,6 +314,6 @@ def markdown_table() -> str:
     lines = ["| you see | it usually means | try | rule | taught in |", "| --- | --- | --- | --- | --- |"]
     for row in ROWS:
         rule = ", ".join(f"`{r}`" for r in row.rules) if row.rules else (row.where or "")
-        taught = ", ".join(f"[{n}](../notebooks/{_NOTEBOOK_FILES[n]}.ipynb)" for n in row.notebooks)
+        taught = ", ".join(f"[{n}](../notebooks/{_notebook_file(n)})" for n in row.notebooks)
         lines.append(f"| {row.you_see} | {row.means} | {row.tries} | {rule} | {taught} |")
     return "\n".join(lines)

@@ -54,11 +54,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import exam_notebook
 from ..facts.measure import Status
 
 JOURNAL_VAR = "PROFILING_JOURNAL"
-#: the notebook whose questions are an exam: its answers are scored apart from the lessons' (widgets.scoreboard)
-EXAM = "17"
+#: the notebook whose questions are an exam: its answers are scored apart from the lessons' (widgets.scoreboard);
+#: its number is the exam's lesson module's (helpers.exam_notebook)
+EXAM = exam_notebook()
 EXPORT_VAR = "PROFILING_EXPORT"  # the folder exported copies go to; unset: exported-journals/ beside the notebooks
 FORMAT = 3  # the entry format record() writes (see the module's docstring); entries without "format" are 1
 META = "_journal"  # an exported copy's own facts: format, learner, when exported
