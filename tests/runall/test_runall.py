@@ -63,10 +63,8 @@ def learner(tmp_path, monkeypatch) -> Path:
     return journal
 
 
-@pytest.mark.parametrize("path", PATHS, ids=lambda p: p.stem)
-def test_run_all_unanswered_shows_no_error(path, learner):
-    before = left_in(NOTEBOOKS)
-    nb = nbformat.read(path, as_version=4)
+def run_all(nb) -> None:
+    """Run every code cell of ``nb`` in a fresh kernel started in ``notebooks/``, on past errors (its outputs kept)."""
     # allow_errors: every cell runs, so that one failure does not hide the next
     client = NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3", allow_errors=True,
                             resources={"metadata": {"path": str(NOTEBOOKS)}})
@@ -76,6 +74,28 @@ def test_run_all_unanswered_shows_no_error(path, learner):
     # (a held-back cell's placeholder, a traceback the widget catches) lands in the cell's outputs, read below.
     client.widget_registry = {}
     client.execute()
+
+
+def test_an_error_is_found_and_named(learner):
+    """The check itself: an exception, one an Output widget catches, and a traceback printed on stderr."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(src, id=f"c{i}") for i, src in enumerate([
+        "print('fine')",
+        "raise ValueError('boom')",
+        "import ipywidgets as W\nout = W.Output()\nwith out:\n    1 / 0\ndisplay(out)",
+        "import sys, traceback\ntry:\n    {}['key']\nexcept KeyError:\n    traceback.print_exc()",
+    ])]
+    run_all(nb)
+    found = problems(nb)
+    assert [f.split(":")[0] for f in found] == [f"code cell {n} of 4 (id c{n - 1})" for n in (2, 3, 4)], found
+    assert "ValueError: boom" in found[0] and "ZeroDivisionError" in found[1] and "KeyError" in found[2]
+
+
+@pytest.mark.parametrize("path", PATHS, ids=lambda p: p.stem)
+def test_run_all_unanswered_shows_no_error(path, learner):
+    before = left_in(NOTEBOOKS)
+    nb = nbformat.read(path, as_version=4)
+    run_all(nb)
     found = problems(nb)
     assert not found, f"{path.name}, Run All unanswered:\n" + "\n\n".join(found)
     answered = [k for k in (json.loads(learner.read_text()) if learner.exists() else {}) if not k.startswith("_")]
