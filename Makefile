@@ -12,7 +12,7 @@ TORCH  ?= torch==2.13.0
 PORT   ?= 8888
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test test-unit test-notebooks test-browser screenshots test-ipywidgets7 preflight clean
+.PHONY: lab test test-unit test-notebooks test-runall test-browser screenshots test-ipywidgets7 preflight clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv --system-site-packages $(VENV)
@@ -79,6 +79,13 @@ test-notebooks: $(STAMP)
 	  --nbval-sanitize-with notebooks/sanitize.cfg $(or $(NOTEBOOKS),notebooks)
 	$(if $(NOTEBOOKS)$(if $(SIMULATED),,x),,IPYTHONDIR=$(CURDIR)/.cache/ipython PROFILING_MODE=recorded PROFILING_HEADLESS=1 HYPOTHESIS_PROFILE=ci \
 	  $(PY) -m pytest -q -p no:cacheprovider $(SIMULATED))
+
+# Run All in JupyterLab without answering: every notebook in a fresh kernel, recorded mode, NOT headless (questions
+# wait for a click, the cells that would give an answer away are held back), a scratch journal; no cell may show an
+# error (tests/runall). A second run of the series (3 min on two cores), so .ci/run runs it, not make test.
+test-runall: $(STAMP)
+	$(PREPARE)
+	env -u PROFILING_HEADLESS -u PROFILING_LEAK_CHECK $(PY) -m pytest -q -p no:cacheprovider tests/runall
 
 # The widgets in a real browser: JupyterLab + headless Chromium (Debian's chromium, driven by Playwright).
 test-browser: $(STAMP)

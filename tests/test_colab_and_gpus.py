@@ -33,8 +33,10 @@ def test_each_notebook_has_the_badge_the_colab_cell_and_asks_for_a_gpu(path):
     assert nb.metadata["accelerator"] == "GPU"
 
 
-def run_first_cell(monkeypatch, on_colab: bool):
-    """Run the first cell as a kernel would, with subprocess.run recorded: (commands, paths it added)."""
+def run_first_cell(monkeypatch, on_colab: bool, namespace: dict | None = None):
+    """Run the first cell as a kernel would, with subprocess.run recorded: (commands, paths it added).
+
+    ``namespace``: the kernel's namespace before the cell (VS Code puts ``__vsc_ipynb_file__`` there)."""
     calls = []
     if on_colab:
         monkeypatch.setitem(sys.modules, "google", types.ModuleType("google"))
@@ -45,7 +47,7 @@ def run_first_cell(monkeypatch, on_colab: bool):
     monkeypatch.delitem(sys.modules, "series_setup", raising=False)
     saved = list(sys.path)
     try:
-        exec(compile(colab.bootstrap_source(), "first-cell", "exec"), {})
+        exec(compile(colab.bootstrap_source(), "first-cell", "exec"), dict(namespace or {}))
         added = [p for p in sys.path if p not in saved]
     finally:
         sys.path[:] = saved
@@ -53,10 +55,13 @@ def run_first_cell(monkeypatch, on_colab: bool):
     return calls, added
 
 
-def test_the_first_cell_is_one_colab_line_and_one_line_that_calls_the_series_setup():
-    code = [line for line in colab.bootstrap_source().splitlines() if not line.startswith("#")]
-    assert len(code) == 2 and "google.colab" in code[0] and code[1].split("#")[0].rstrip().endswith(
-        "import series_setup")
+def test_the_first_cell_is_short_a_colab_line_then_the_series_setup():
+    """What every learner reads first: seven lines, two of them comments."""
+    lines = colab.bootstrap_source().splitlines()
+    code = [line for line in lines if not line.lstrip().startswith("#")]
+    assert len(lines) <= 7 and len(code) <= 5, lines
+    assert "google.colab" in code[0] and "pip" not in colab.bootstrap_source()
+    assert code[2] == "try: import series_setup"
 
 
 def test_first_cell_on_colab_clones_once_and_installs_nothing(monkeypatch):
@@ -95,6 +100,58 @@ def test_first_cell_elsewhere_puts_the_clone_it_sits_in_on_the_path(monkeypatch,
     monkeypatch.setattr(sys, "path", [""] + [p for p in sys.path if p and Path(p).resolve() != ROOT])
     calls, added = run_first_cell(monkeypatch, on_colab=False)
     assert calls == [] and str(ROOT) in added
+
+
+@pytest.mark.parametrize("told_by", ["vscode", "jupyter"])
+def test_a_kernel_started_outside_the_clone_finds_it_where_the_front_end_says_the_notebook_is(
+        tmp_path, monkeypatch, told_by):
+    """The issue's case: a VS Code workspace one folder up starts the kernel there, not beside the notebook."""
+    notebook = str(ROOT / "notebooks" / "16_fix_a_slow_loop.ipynb")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [""] + [p for p in sys.path if p and Path(p).resolve() != ROOT])
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    if told_by == "jupyter":  # Jupyter Server: the notebook's absolute path, in the kernel's environment
+        monkeypatch.setenv("JPY_SESSION_NAME", notebook)
+    calls, added = run_first_cell(monkeypatch, on_colab=False,
+                                  namespace={"__vsc_ipynb_file__": notebook} if told_by == "vscode" else None)
+    assert calls == [] and str(ROOT) in added
+
+
+def _first_cell_outside_a_clone(tmp_path) -> tuple[dict, str]:
+    """An environment without the clone on any path, and a folder outside it to start in."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "JPY_SESSION_NAME")}
+    (tmp_path / "workspace").mkdir()
+    return env, str(tmp_path / "workspace")
+
+
+def test_first_cell_in_a_kernel_outside_a_clone_says_what_to_do_in_one_sentence(tmp_path):
+    """Nothing says where the notebook is, and the kernel runs elsewhere: the cell's own sentence, no traceback."""
+    env, cwd = _first_cell_outside_a_clone(tmp_path)
+    out = subprocess.run([sys.executable, "-c", colab.bootstrap_source()], capture_output=True, text=True,
+                         cwd=cwd, env=env, timeout=60)
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr == colab.NOT_FOUND.format(cwd=cwd) + "\n"
+    assert "start Jupyter in the series' clone (make lab)" in out.stderr
+
+
+def test_ipython_shows_the_first_cells_sentence_not_a_traceback(tmp_path, monkeypatch):
+    """In a real kernel: one error output whose message is the sentence, and no "To exit" hint on stderr."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    _, cwd = _first_cell_outside_a_clone(tmp_path)
+    for var in ("PYTHONPATH", "JPY_SESSION_NAME"):  # the kernel inherits this environment
+        monkeypatch.delenv(var, raising=False)
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(colab.bootstrap_source())]
+    NotebookClient(nb, timeout=60, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": cwd}}).execute()
+    outs = nb.cells[0].outputs
+    assert [(o.output_type, o.get("ename"), o.get("evalue")) for o in outs] == [
+        ("error", "SystemExit", colab.NOT_FOUND.format(cwd=cwd))], outs
+    assert len(outs[0].traceback) == 2 and "%tb" in outs[0].traceback[0], outs[0].traceback
 
 
 def test_first_cell_outside_a_clone_says_what_to_do(tmp_path):

@@ -1,11 +1,21 @@
 """Colab: the first cell of every notebook, and the "Open in Colab" badge.
 
-The first cell is two lines. On Colab the first clones this repository once
-(it installs nothing, so Colab's own torch and ipywidgets stay as they are);
-elsewhere it does nothing. The second imports ``notebooks/series_setup.py``,
-which puts the clone it sits in on the path, so that a Python which has torch
-and Jupyter but not this package (VS Code, another JupyterLab) still runs the
-notebook, with the kernel started beside the notebooks or at the clone's root.
+On Colab the first cell clones this repository once (it installs nothing, so
+Colab's own torch and ipywidgets stay as they are); elsewhere that line does
+nothing. Then it imports ``notebooks/series_setup.py``, which puts the clone it
+sits in on the path, so that a Python which has torch and Jupyter but not this
+package (VS Code, another JupyterLab) still runs the notebook. It looks beside
+the notebook itself where the front end says where that is (VS Code's
+``__vsc_ipynb_file__`` in the kernel's namespace, Jupyter Server's
+``JPY_SESSION_NAME`` in its environment), so that a kernel started in another
+folder (a VS Code workspace one folder up) finds it too, then under the
+kernel's folder (``notebooks/`` or the clone's root). Where none of these holds
+it, the cell stops with one sentence that says what to do, not a traceback: a
+``SystemExit``, which IPython shows as its message under one line ("An
+exception has occurred, use %tb to see the full traceback."); the warnings
+filter drops the "To exit: use 'exit', 'quit', or Ctrl-D." hint it adds.
+The error series_setup.py raises itself, in a notebooks/ folder taken out of
+its clone, goes through as it is.
 The cell is plain Python (no ``!`` magics) so that tests can run it against a
 simulated Colab.
 """
@@ -20,13 +30,27 @@ CLONE_DIR = "/content/pytorch-profiler-series"
 MARK = "# Colab only:"
 
 
+#: what the first cell says where it finds no series_setup.py (the kernel's folder is filled in)
+NOT_FOUND = ("This kernel runs in {cwd}, and this notebook's folder is not known to it: start Jupyter in the "
+             "series' clone (make lab), open the clone's own folder in VS Code, or run %cd with the clone's path, "
+             "then run this cell again.")
+
+
 def bootstrap_source(repository: str = REPOSITORY, clone_dir: str = CLONE_DIR) -> str:
     """The first code cell of every notebook."""
+    not_found = NOT_FOUND.format(cwd="{os.getcwd()}")
     return (f"{MARK} fetch the series once (nothing is installed: Colab's own torch and ipywidgets stay as they are).\n"
-            f'import sys, subprocess; "google.colab" in sys.modules and subprocess.run("test -d {clone_dir} || git clone '
-            f'-q --depth 1 {repository} {clone_dir}", shell=True, check=True)\n'
-            f'sys.path += ["{clone_dir}/notebooks", "notebooks"]; import series_setup  # puts this clone\'s helpers on '
-            "the path (notebooks/series_setup.py)")
+            f'import os, sys, subprocess; "google.colab" in sys.modules and subprocess.run("test -d {clone_dir} || '
+            f'git clone -q --depth 1 {repository} {clone_dir}", shell=True, check=True)\n'
+            "# notebooks/series_setup.py puts this clone's helpers on the path: looked for beside this notebook, where "
+            "VS Code or Jupyter says it is, then under the kernel's folder\n"
+            'sys.path += [os.path.dirname(globals().get("__vsc_ipynb_file__") or os.environ.get("JPY_SESSION_NAME", "")), '
+            f'"{clone_dir}/notebooks", "notebooks"]\n'
+            "try: import series_setup\n"
+            "except ModuleNotFoundError as e:  # none found: what to do, in one sentence (IPython shows a SystemExit "
+            "without a traceback)\n"
+            '    __import__("warnings").filterwarnings("ignore", "To exit"); '
+            f'raise e if e.name != "series_setup" else SystemExit(f"{not_found}") from None')
 
 
 def badge(notebook: str, repository: str = REPOSITORY, branch: str = BRANCH) -> str:
