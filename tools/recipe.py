@@ -39,7 +39,7 @@ PIECES: dict[str, str] = {
                     "file a question under the notebook its id names)",
     "scoreboard": "a code cell calls widgets.scoreboard(): the learner's record and the Export my journal button",
     "checkpoint cell": "the last cell: tagged 'checkpoint', starting '# NBVAL_CHECK_OUTPUT', calling "
-                       "checkpoint.check(\"NN\", {...})",
+                       "checkpoint.check(\"NN\", lambda: {...}) (a function: a learner's Run All gathers nothing)",
     "next line": "the notebook before it says 'Next: **NN · Title**.' in a markdown cell",
     "lesson test": "a tests/test_*.py that imports the lesson module (a new notebook: tests/test_lessons_NN.py)",
     "README row": "README.md's table under '## The series': '| NN name | the question it asks |'",

@@ -41,4 +41,4 @@ widgets.scoreboard()
 # Regression checkpoint for CI: the facts this notebook rests on, compared with tests/golden/NN.json (one line out).
 from helpers.lesson import checkpoint
 
-checkpoint.check("NN", lesson.checkpoint_facts(run))
+checkpoint.check("NN", lambda: lesson.checkpoint_facts(run))  # gathered only where CI compares them
