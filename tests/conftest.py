@@ -3,6 +3,7 @@ the reader without msgspec, and Hypothesis's profiles."""
 
 from __future__ import annotations
 
+import functools
 import gzip
 import importlib
 import importlib.util
@@ -66,6 +67,16 @@ def raw_doc(path: Path):
     """The trace as the json module reads it: the tests' independent view."""
     data = gzip.open(path).read() if path.suffix == ".gz" else path.read_bytes()
     return json.loads(data)
+
+
+@functools.lru_cache(maxsize=None)
+def diagnosed(path: str) -> list:
+    """``diagnose`` on a trace file, once per session: several test files check the same findings of the same
+    (large) external traces. The findings are shared: a test must not change them."""
+    from helpers.advice.diagnose import diagnose
+    from helpers.reader.trace import read_trace
+
+    return diagnose(read_trace(path))
 
 
 def raw_events(path: Path) -> list[dict]:

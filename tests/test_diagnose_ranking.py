@@ -7,12 +7,11 @@ issues are notes, and that no rank mostly inside collectives gets a CPU- or GPU-
 
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 
 import pytest
 
-from conftest import EXTERNAL, H200, ROOT
+from conftest import EXTERNAL, H200, ROOT, diagnosed
 from helpers import facts
 from helpers.advice.diagnose import diagnose, first_line, text
 from helpers.advice.findings import CAUSES_OF_IDLE, GPU_SIDE, NOTE_BELOW, Severity
@@ -123,9 +122,8 @@ EXTERNAL_FIRST = {
 }
 
 
-@lru_cache(maxsize=None)
 def found(path: str) -> list:
-    return diagnose(read_trace(path))
+    return diagnosed(str(path))
 
 
 def _rank_path(key: str) -> Path:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, cli, ext
+from conftest import ROOT, cli, diagnosed, ext
 from helpers.facts import step_facts as sf
 from helpers.advice.diagnose import RULES, diagnose
 from helpers.advice.findings import Severity
@@ -176,8 +176,11 @@ def test_findings_through_the_command_line(h200):
 
 def test_every_external_trace_gives_findings_with_evidence(external):
     for path in sorted(Path(external).rglob("*.json*")):
-        for f in diagnose(read_trace(path)):
+        found = diagnosed(str(path))
+        for f in found:
             assert f.evidence and f.next and f.notebook, (path.name, f.rule)
+        if "cpu_only" in path.name:  # no GPU in the trace: no balance between the two to speak of
+            assert not {f.rule for f in found} & {"cpu-bound", "gpu-bound"}
 
 
 def test_the_cheat_sheets_reference_numbers_are_the_traces(h200):
