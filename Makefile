@@ -53,16 +53,23 @@ endef
 # work tighter than pytest-xdist beside nbval and then the simulated GPUs (a fresh clone's make test took 6 min 28 s
 # that way, 2026-12-01).
 # PREPARE runs once first, so that the two suites do not both write the bytecode.
+# The reader's robustness tests (any trace in, facts out; no notebook: 1.5 CPU-minutes) run on nbval's core once nbval
+# is done, so that the two sides end together. With them, the unit side ended a minute and a half after nbval
+# (2026-12-01: 6 min 39 s in all, a core idle for most of the last minute); with the reader's tests all moved, the other
+# side ended two minutes after the unit side (7 min 9 s).
+READER_TESTS := tests/test_robustness.py
 test: $(STAMP)
 	$(PREPARE)
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-unit test-notebooks UNIT_ARGS="tests" SIMULATED=""
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-unit test-notebooks \
+	  UNIT_ARGS="tests $(addprefix --ignore=,$(READER_TESTS))" AFTER_NBVAL="$(READER_TESTS)"
 
 # HYPOTHESIS_PROFILE=ci: the property tests run the same examples every time (tests/conftest.py).
 # IPYTHONDIR: the kernels the tests start log errors only (helpers/classroom/lab_setup.py says why)
 # Alone, one pytest worker per core (pytest-xdist), without the notebooks on simulated GPUs (tests/test_other_gpus.py,
 # which test-notebooks runs); make test runs them here instead, in one process (UNIT_ARGS).
 UNIT_ARGS ?= -n auto -p no:benchmark tests --ignore=tests/test_other_gpus.py
-SIMULATED ?= tests/test_other_gpus.py
+# What test-notebooks runs after nbval: alone, the notebooks on simulated GPUs; in make test, the reader's tests
+AFTER_NBVAL ?= tests/test_other_gpus.py
 test-unit: $(STAMP)
 	$(PREPARE)
 	IPYTHONDIR=$(CURDIR)/.cache/ipython PROFILING_MODE=recorded PROFILING_HEADLESS=1 HYPOTHESIS_PROFILE=ci \
@@ -70,15 +77,16 @@ test-unit: $(STAMP)
 
 # PROFILING_LEAK_CHECK=1 and tests/series_leaks.py: the same run also proves that no answer is on screen before
 # its question, over the whole series (the last item, series-leaks). Then every notebook on simulated GPUs (a T4, an
-# L4, an A100: tests/test_other_gpus.py), unless NOTEBOOKS names some (or make test runs them with the unit tests).
+# L4, an A100: tests/test_other_gpus.py), unless NOTEBOOKS names some (make test runs them with the unit tests, and
+# the reader's tests here instead: AFTER_NBVAL).
 test-notebooks: $(STAMP)
 	@mkdir -p .cache && rm -f .cache/journal-test.json
 	$(PREPARE)
 	IPYTHONDIR=$(CURDIR)/.cache/ipython PROFILING_MODE=recorded PROFILING_HEADLESS=1 PROFILING_LEAK_CHECK=1 PROFILING_JOURNAL=$(CURDIR)/.cache/journal-test.json \
 	  PYTHONPATH=$(CURDIR)/tests:$(CURDIR) $(PY) -m pytest -q -p no:cacheprovider -p series_leaks --nbval-lax --nbval-current-env \
 	  --nbval-sanitize-with notebooks/sanitize.cfg $(or $(NOTEBOOKS),notebooks)
-	$(if $(NOTEBOOKS)$(if $(SIMULATED),,x),,IPYTHONDIR=$(CURDIR)/.cache/ipython PROFILING_MODE=recorded PROFILING_HEADLESS=1 HYPOTHESIS_PROFILE=ci \
-	  $(PY) -m pytest -q -p no:cacheprovider $(SIMULATED))
+	$(if $(NOTEBOOKS)$(if $(AFTER_NBVAL),,x),,IPYTHONDIR=$(CURDIR)/.cache/ipython PROFILING_MODE=recorded PROFILING_HEADLESS=1 HYPOTHESIS_PROFILE=ci \
+	  $(PY) -m pytest -q -p no:cacheprovider -p no:benchmark $(AFTER_NBVAL))
 
 # Run All in JupyterLab without answering: every notebook in a fresh kernel, recorded mode, NOT headless (questions
 # wait for a click, the cells that would give an answer away are held back), a scratch journal; no cell may show an
