@@ -40,16 +40,15 @@ def bootstrap_source(repository: str = REPOSITORY, clone_dir: str = CLONE_DIR) -
     """The first code cell of every notebook."""
     not_found = NOT_FOUND.format(cwd="{os.getcwd()}")
     return (f"{MARK} fetch the series once (nothing is installed: Colab's own torch and ipywidgets stay as they are).\n"
-            f'import os, sys, subprocess; "google.colab" in sys.modules and subprocess.run("test -d {clone_dir} || '
+            f'import os, sys, subprocess, warnings; "google.colab" in sys.modules and subprocess.run("test -d {clone_dir} || '
             f'git clone -q --depth 1 {repository} {clone_dir}", shell=True, check=True)\n'
-            "# notebooks/series_setup.py puts this clone's helpers on the path: looked for beside this notebook, where "
-            "VS Code or Jupyter says it is, then under the kernel's folder\n"
+            "# Put this clone's helpers on the path (notebooks/series_setup.py: beside this notebook, or under the "
+            "kernel's folder)\n"
             'sys.path += [os.path.dirname(globals().get("__vsc_ipynb_file__") or os.environ.get("JPY_SESSION_NAME", "")), '
             f'"{clone_dir}/notebooks", "notebooks"]\n'
             "try: import series_setup\n"
-            "except ModuleNotFoundError as e:  # none found: what to do, in one sentence (IPython shows a SystemExit "
-            "without a traceback)\n"
-            '    __import__("warnings").filterwarnings("ignore", "To exit"); '
+            "except ModuleNotFoundError as e:  # not found: what to do, in one line (and no 'To exit' hint from IPython)\n"
+            '    warnings.filterwarnings("ignore", "To exit"); '
             f'raise e if e.name != "series_setup" else SystemExit(f"{not_found}") from None')
 
 
