@@ -91,3 +91,23 @@ def test_a_figure_is_kept_small_and_looks_the_same():
     far = diff.histogram()[255]
     assert far < 0.01 * a.size[0] * a.size[1], far
     assert show.small_png(b"not a png") == b"not a png"  # what Pillow cannot read is kept as it is
+
+
+def test_a_step_window_ends_with_the_work_its_own_steps_launched():
+    """plots.step_window: from the step's start to the end of the GPU work launched inside it, and no later step's
+    (it once widened its end as it went, and swept the next step's kernels into 'one recorded step')."""
+    from helpers import facts
+    from helpers.lesson import plots
+    from helpers.reader.trace import read_trace
+
+    for path in [ROOT / "traces" / "exam" / "nvidia-h200" / "exam-1.json",
+                 ROOT / "traces" / "reference" / "nvidia-h200" / "4096_bf16_warm_eager.json"]:
+        t = read_trace(path)
+        st = facts.steps(t)
+        lo, hi = plots.step_window(t, 1, 1)
+        step = st[1]
+        own = [t.end_of(j) for j in facts.gpu_work(t) if t.launch_of(j) >= 0 and step.contains(t.ts[t.launch_of(j)])]
+        assert lo == step.start_us and hi == max([step.end_us] + own), path.name
+        later = [t.end_of(j) for j in facts.gpu_work(t)
+                 if t.launch_of(j) >= 0 and t.ts[t.launch_of(j)] >= step.end_us]
+        assert not later or hi < max(later), path.name  # the next step's work is left out

@@ -18,7 +18,7 @@ from ..facts import memory, roofline, kernel_kinds as kk, step_facts as sf
 from .distributed import trace_rules
 from .findings import IDLE_NOTE, Context, Finding, Rule, Severity, rank
 from .rulebook import RuleId
-from ..facts.text import nbytes, short, us
+from ..facts.text import nbytes, part_of, short, us
 from ..reader.trace import CPU_OP, DRIVER, MEMCPY, RUNTIME, Trace
 
 
@@ -28,7 +28,7 @@ def _balance(c: Context) -> Finding | None:
     b = c.summary.balance
     if b.verdict is None or b.verdict == facts.IN_COLLECTIVES:
         return None
-    evidence = [f"self CPU time {us(b.self_cpu_us)}, GPU time {us(b.device_us)} ({b.ratio:.1%} of the CPU time)",
+    evidence = [f"self CPU time {us(b.self_cpu_us)}, GPU time {us(b.device_us)} ({part_of(b.ratio, 'the CPU time')})",
                 f"GPU busy {us(b.gpu_busy_us)} of the {us(b.window_us)} window"
                 + (f" ({b.gpu_busy_share:.1%})" if b.gpu_busy_share is not None else "")]
     if b.verdict == facts.CPU_BOUND:
@@ -260,8 +260,8 @@ def _variance(c: Context) -> Finding | None:
                   "some doing other work (another grid or other shapes)")
     return c.sized(Finding(RuleId.KERNEL_VARIANCE, "The same kernel doing the same work with different durations",
                            Severity.NOTE, ev,
-                           "quote the median and study the outliers apart; possible causes to test (the article's "
-                           "list): clocks, heat, power management, driver housekeeping, other work on the GPU"),
+                           "quote the median and study the outliers apart; possible causes to test: clocks, heat, "
+                           "power management, driver housekeeping (the article's list), other work on the GPU"),
                    sum(d - med for d in durs if d > med), "the slower launches' time beyond the median")
 
 

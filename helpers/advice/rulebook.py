@@ -130,8 +130,8 @@ ROWS: tuple[Row, ...] = (
         rules=(), where='(notebook 06)', notebooks=('06',)),
     Row(
         you_see='Identical kernels with different durations',
-        means="causes to test, not assume (the article's list): clocks at idle and boost, heat, power management, "
-              'driver housekeeping, other work on the GPU',
+        means="causes to test, not assume: the article lists clocks at idle and boost, heat, power management and "
+              'driver housekeeping; other work on the same GPU is one more',
         tries='quote the median; study the outliers apart',
         rules=(RuleId.KERNEL_VARIANCE,), where=None, notebooks=('07',)),
     Row(
@@ -165,7 +165,7 @@ ROWS: tuple[Row, ...] = (
         you_see='Many kernels shorter than their own launch calls',
         means='launch-bound: tiny kernels',
         tries='fuse (a `triton_poi_fused_...` kernel replaces several), batch, CUDA graphs',
-        rules=(RuleId.TINY_KERNELS,), where=None, notebooks=('09',)),
+        rules=(RuleId.TINY_KERNELS,), where=None, notebooks=('08', '09')),
     Row(
         you_see='`aten::t` with no kernel under `aten::linear`',
         means='a transpose that only changes strides (metadata)',

@@ -67,8 +67,6 @@ class Status(Word):
         return True if self is Status.HELD else False if self is Status.MISSED else None
 
 
-HELD, MISSED, INCONCLUSIVE = Status.HELD, Status.MISSED, Status.INCONCLUSIVE
-
 
 @dataclass(frozen=True)
 class Spread:
@@ -311,7 +309,7 @@ class Graded:
 
     @property
     def conclusive(self) -> bool:
-        return self.status != INCONCLUSIVE
+        return self.status != Status.INCONCLUSIVE
 
 
 def bucket(value: float, edges: Sequence[float], choices: Sequence[str]) -> str:
@@ -340,15 +338,15 @@ def grade_choice(answer: Any, spread: "Spread | Estimate", edges: Sequence[float
     mid = bucket(spread.median, edges, choices)
     few = _too_few(spread)
     if few:
-        return Graded(INCONCLUSIVE, mid, few)
+        return Graded(Status.INCONCLUSIVE, mid, few)
     lo, hi = spread.quartiles
     a, b = bucket(lo, edges, choices), bucket(hi, edges, choices)
     if a != b:
         cut = [e for e in edges if lo < e <= hi]
-        return Graded(INCONCLUSIVE, mid,
-                      f"the measurement's spread, {spread.text(f)}, straddles "
+        return Graded(Status.INCONCLUSIVE, mid,
+                      f"the measurement, {spread.text(f)}, straddles "
                       + " and ".join(f(e) for e in cut) + f", the edge between '{a}' and '{b}'")
-    return Graded(HELD if answer == mid else MISSED, mid, f"{spread.text(f)}, all inside '{mid}'")
+    return Graded(Status.HELD if answer == mid else Status.MISSED, mid, f"{spread.text(f)}, all inside '{mid}'")
 
 
 def grade_number(answer: float | None, spread: "Spread | Estimate", factor: float, *,
@@ -357,17 +355,17 @@ def grade_number(answer: float | None, spread: "Spread | Estimate", factor: floa
     f = fmt or _fmt(spread.unit)
     few = _too_few(spread)
     if few:
-        return Graded(INCONCLUSIVE, spread.median, few)
+        return Graded(Status.INCONCLUSIVE, spread.median, few)
     lo, hi = spread.quartiles
 
     def ok(v: float) -> bool:
         return answer is not None and answer > 0 and v > 0 and 1 / factor <= answer / v <= factor
 
     if ok(lo) == ok(hi) == ok(spread.median):
-        return Graded(HELD if ok(spread.median) else MISSED, spread.median,
+        return Graded(Status.HELD if ok(spread.median) else Status.MISSED, spread.median,
                       f"{spread.text(f)}; within {factor:g}x counts")
-    return Graded(INCONCLUSIVE, spread.median,
-                  f"your estimate is within {factor:g}x of part of the measurement's spread ({spread.text(f)}) "
+    return Graded(Status.INCONCLUSIVE, spread.median,
+                  f"your estimate is within {factor:g}x of part of the measurement's range ({spread.text(f)}) "
                   "and not of the rest")
 
 
@@ -376,13 +374,13 @@ def grade_order(answer: Any, spreads: dict[Any, Spread], *, fmt: Callable[[float
     ranked = sorted(spreads, key=lambda k: spreads[k].median, reverse=True)
     few = next((_too_few(spreads[k]) for k in ranked if _too_few(spreads[k])), None)
     if few:
-        return Graded(INCONCLUSIVE, ranked[0], few)
+        return Graded(Status.INCONCLUSIVE, ranked[0], few)
     top, second = ranked[0], ranked[1]
     f = fmt or _fmt(spreads[top].unit)
     lo_top, _ = spreads[top].quartiles
     _, hi_second = spreads[second].quartiles
     if lo_top > hi_second:
-        return Graded(HELD if answer == top else MISSED, top,
+        return Graded(Status.HELD if answer == top else Status.MISSED, top,
                       f"{top}: {spreads[top].text(f)}, above {second}: {spreads[second].text(f)}, no overlap")
-    return Graded(INCONCLUSIVE, top, f"{top} and {second} overlap: {spreads[top].text(f)} against "
+    return Graded(Status.INCONCLUSIVE, top, f"{top} and {second} overlap: {spreads[top].text(f)} against "
                                      f"{spreads[second].text(f)}")

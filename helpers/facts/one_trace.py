@@ -35,9 +35,14 @@ def _plain(v: float) -> str:
 
 
 def grade_choice(answer: Any, value: float, tolerance: float, edges: Sequence[float], choices: Sequence[str], *,
-                 fmt: Callable[[float], str] = _plain, what: str = "the figure") -> Graded:
-    """Grade a multiple-choice prediction on one figure (choices cut at ``edges``) with a declared tolerance."""
+                 fmt: Callable[[float], str] = _plain, what: str = "the figure", most: float | None = None) -> Graded:
+    """Grade a multiple-choice prediction on one figure (choices cut at ``edges``) with a declared tolerance.
+
+    ``most`` caps the band where the figure cannot go higher (1.0 for a share: an idle share of 110% is no reading).
+    """
     lo, hi = band(value, tolerance)
+    if most is not None:
+        lo, hi = min(lo, most), min(hi, most)
     mid = bucket(value, edges, choices)
     a, b = bucket(lo, edges, choices), bucket(hi, edges, choices)
     said = (f"{what}, {fmt(value)}, is read once from one trace; taken as uncertain by a factor of {tolerance:g} "

@@ -6,6 +6,12 @@ from . import kernel_kinds as kk, Node, Summary
 from .kernel_names import decode
 
 
+def part_of(x: float, whole: str) -> str:
+    """``x`` (a ratio to ``whole``) in words: "2.0% of the CPU time" below one, "4.7 times the CPU time" above (a
+    GPU time 47 times the CPU's is no share, and "4677.6% of" reads as one)."""
+    return f"{x:.1%} of {whole}" if x < 1 else f"{x:.1f} times {whole}"
+
+
 def us(x: float | None) -> str:
     """A duration in microseconds, in the unit that reads best."""
     if x is None:
@@ -67,7 +73,7 @@ def _balance_lines(s: Summary, top: int) -> list[str]:
     elif b.verdict is None:
         out.append("  no GPU work in this trace: no verdict")
     else:
-        share = f"{b.ratio:.1%} of the CPU time" if b.self_cpu_us > 0 else "no CPU time recorded"
+        share = part_of(b.ratio, "the CPU time") if b.self_cpu_us > 0 else "no CPU time recorded"
         left_out = ", collectives left out" if b.collective_us else ""
         out.append(f"  GPU time           {us(b.device_us):>10}  ({share}{left_out})")
         if b.collective_us:

@@ -59,7 +59,8 @@ _P1_64_WARM = "64 × 64, bf16, warm, eager"
 _P1_4096_COLD = "4096 × 4096, bf16, cold, eager"
 _P1_4096_WARM = "4096 × 4096, bf16, warm, eager"
 _P1_4096_COMPILE = "4096 × 4096, bf16, warm, compile against eager"
-_P3 = "attention, batch 8, 16 heads, seq 1024, head dim 64, bf16, warm, no grad"
+# The series review gives Part 3's results, not its shapes: the runs are named by what the review says of them
+_P3 = "causal attention, shapes not given in the series review"
 
 FIGURES: dict[str, Figure] = {f.key: f for f in [
     # Part 1: matmul + add (the article itself)
@@ -73,8 +74,8 @@ FIGURES: dict[str, Figure] = {f.key: f for f in [
            "Part 1, figure 6: matmul_add to aten::matmul"),
     Figure("warm_steps_even", "with warm-up, the recorded steps took about the same time", "",
            _P1_64_WARM, "Part 1, figure 7"),
-    Figure("cpu_gpu_offset", 2.32, "ms", _P1_64_WARM,
-           "Part 1, figure 8: offset between the CPU and GPU tracks; its heading rounds it to about 2.5 ms"),
+    Figure("cpu_gpu_offset", 2.5, "ms", _P1_64_WARM,
+           "Part 1, figure 8: 'about 2.5 ms' between the CPU and GPU tracks"),
     Figure("buffer_request", "an Activity Buffer Request on the GPU track before any kernel", "",
            "64 × 64, bf16, eager, wait=0, warmup=0", "Part 1, figure 9"),
     Figure("occupancy_query", "cudaOccupancyMaxActiveBlocksPerMultiprocessor before each GEMM's cudaLaunchKernel; "
@@ -86,18 +87,18 @@ FIGURES: dict[str, Figure] = {f.key: f for f in [
     Figure("closing_sync_gpu_work", 26, "us", "64 × 64, bf16, eager, run not stated",
            "Part 1: GPU work inside the final synchronize"),
     Figure("closing_sync_idle", 98, "%", "64 × 64, bf16, eager, run not stated",
-           "Part 1: GPU idle during the final synchronize"),
+           "Part 1: the run's idle share, read from the final synchronize"),
     Figure("gemm_typical", 580, "us", _P1_4096_WARM + ", wait=0, warmup=0, active=20", "Part 1, figure 18"),
     Figure("gemm_mean", 1084, "us", _P1_4096_WARM + ", mean of 5 runs", "Part 1, figure 18"),
-    Figure("gemm_mean_over_typical", round(1084 / 580, 2), "x", _P1_4096_WARM + ", wait=0, warmup=0, active=20",
+    Figure("gemm_mean_over_typical", round(1084 / 580, 2), "x",
+           _P1_4096_WARM + ", the mean of 5 runs over the typical GEMM of its 20-step trace",
            "Part 1, figure 18: a mean of 1084 µs over five runs against about 580 µs typical"),
     Figure("compile_gemm", "ampere_bf16_s16816gemm_bf16_128x256_ldg8_f2f_stages_64x3_nn, the same kernel as eager",
            "", _P1_4096_COMPILE, "Part 1, compile section"),
     Figure("compile_copy", 33, "us", "4096 × 4096, bf16, warm, compile: Memcpy DtoD of 32 MB", "Part 1, compile section"),
-    Figure("compile_cpu_cost", 2, "x", _P1_4096_COMPILE + ": step durations 0.2, 0.1, 0.1 ms against 0.1, 0.07, "
-           "0.07 ms", "Part 1, compile section"),
+    Figure("compile_cpu_cost", 2, "x", _P1_4096_COMPILE + ", CPU cost per step", "Part 1, compile section"),
     # Part 2 and Part 3, as the series review (seed 003) reports them
-    Figure("mlp_intermediate", 50, "MB", "GeGLU MLP, batch 64, seq 128, dim 768, hidden 3072, bf16",
+    Figure("mlp_intermediate", 50, "MB", "an MLP's gelu output written to HBM and read back by mul, eager",
            "Part 2, as the series review reports it"),
     # The review counts 5 kernels for the hand-written version without saying which (out of place or in place);
     # Part 3 itself is not among the source texts, so no per-version count is quoted.

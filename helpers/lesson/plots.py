@@ -38,11 +38,11 @@ def step_window(trace: Trace, first: int = 0, count: int | None = None) -> tuple
     if not st:
         return facts.window(trace)
     chosen = st[first: first + count if count else None] or st
-    lo = chosen[0].start_us
-    hi = chosen[-1].start_us + chosen[-1].dur_us
+    lo, end = chosen[0].start_us, chosen[-1].end_us
+    hi = end
     for j in facts.gpu_work(trace):
         i = trace.launch_of(j)
-        if i >= 0 and lo <= trace.ts[i] <= hi:
+        if i >= 0 and lo <= trace.ts[i] < end:  # launched inside the chosen steps (not a later step's work)
             hi = max(hi, trace.end_of(j))
     return lo, hi
 

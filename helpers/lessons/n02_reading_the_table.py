@@ -233,7 +233,8 @@ def crossover(sweep) -> None:
             g, f"By the notebook's rule (GPU time against the CPU's own time, the closing synchronize taken out), "
             f"the GPU's time reaches half the CPU's between n = {lo} and n = {hi}, near <b>n = {cross:.0f}</b> "
             "(log-interpolated between the two). Below it the GPU works for less than half the CPU's time, so a "
-            "faster GPU would shorten these steps little; above it, the kernels set the pace. "
+            "faster GPU would shorten these steps little; above it the GPU's work is a large part of each step, "
+            "and once the GPU's time passes the CPU's, the kernels set the pace. "
             + (f"With the closing synchronize left in the CPU column, the line would fall near n = {with_sync:.0f}. "
                if with_sync is not None else "")
             + spill, live=False)

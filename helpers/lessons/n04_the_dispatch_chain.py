@@ -162,7 +162,8 @@ def sync_idle(run, big) -> None:
         show.table(rows, ["run", "last call", "duration", "GPU busy inside it", "GPU idle inside it"])
         cb = facts.artifacts(big.trace).closing_sync
         g = one_trace.grade_choice(answer, c.idle_share, IDLE_TOL, IDLE_EDGES, IDLE_BY_VALUE,
-                                   fmt=lambda v: f"{v:.0%}", what="the GPU's idle share of the synchronize")
+                                   fmt=lambda v: f"{v:.0%}", what="the GPU's idle share of the synchronize",
+                                   most=1.0)
         sync, work, idle = (article.fig(k) for k in ("closing_sync", "closing_sync_gpu_work", "closing_sync_idle"))
         return widgets.grade(
             g, f"At 64 × 64 the final synchronize took {us(c.dur_us)}, and the GPU was idle for "
@@ -171,9 +172,11 @@ def sync_idle(run, big) -> None:
                if c.idle_share > 0.9 else "some GPU work was still running when it started. ")
             + f"At 4096 × 4096 it took {us(cb.dur_us)}, with the GPU busy {1 - cb.idle_share:.0%} of it: there "
             "it waited for work the CPU had queued ahead. Now the article: a synchronize of "
-            f"{sync.quote()}, covering {work.text()} of GPU work, idle {idle.text()} of it. A long call with an idle GPU "
-            "means time went to something other than waiting for kernels; the article does not say what, and this "
-            "GPU does not show it. One hypothesis is work the profiler does when it stops, which would make the "
+            f"{sync.quote()}, covering {work.text()} of GPU work, from which it reads the run as idle "
+            f"{idle.text()} of the time. A long call with an idle GPU means time went to something other than "
+            "waiting for kernels; the article says the profiler issues this synchronize to flush its events, and "
+            "this GPU does not show what takes the time. One hypothesis is work the profiler does when it stops, "
+            "which would make the "
             "call's length depend on the profiler's version and the GPU rather than on your code. Either way, the "
             "synchronize is the profiler's; what is yours is the GPU's idle share over the whole window "
             f"({run.summary.balance.gpu_idle_share:.0%} at 64 × 64). (A share read once: graded with a tolerance of "

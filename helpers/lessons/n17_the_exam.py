@@ -21,7 +21,7 @@ from ..advice import diagnose, exam
 from ..facts import memory, profile_table, roofline
 from ..lesson import plots, show, spoilers, widgets
 from ..facts.collectives import clock_shifts_us
-from ..facts.text import short, us
+from ..facts.text import part_of, short, us
 
 #: each trace's two questions, written out (tools/instructor_table.py finds a notebook's question ids in its source;
 #: tests/test_exam.py checks that they are helpers.advice.exam's)
@@ -65,8 +65,14 @@ class Exam:
         where = exam.folder()
         m = json.loads((where / "manifest.json").read_text())
         gpu = m.get("gpu", {}).get("name", where.name)
-        return (f"{len(self.loaded)} traces from {where.relative_to(exam.ROOT)}: recorded on {gpu} with torch "
-                f"{m.get('torch', '?')}, CUDA {m.get('cuda', '?')}, on {str(m.get('date', '?'))[:10]}.")
+        # a folder recorded over gloo ran on the CPUs of that machine: its ranks' traces hold no GPU at all
+        on_cpu = [k for k, v in (m.get("traces") or {}).items() if isinstance(v, dict) and v.get("backend") == "gloo"]
+        head = (f"{len(self.loaded)} traces from {where.relative_to(exam.ROOT)}, recorded on one machine with torch "
+                f"{m.get('torch', '?')}, CUDA {m.get('cuda', '?')}, on {str(m.get('date', '?'))[:10]}: ")
+        if not on_cpu:
+            return head + f"on its {gpu}."
+        return head + (f"{len(self.loaded) - len(on_cpu)} on its {gpu}, and {len(on_cpu)} "
+                       f"({', '.join(on_cpu)}) on its CPUs, over gloo, with no GPU in the trace.")
 
     # --- the evidence ---------------------------------------------------------------------------------------------
 
@@ -150,16 +156,25 @@ def _pct(x: float) -> str:
     return f"{x:.1%}" if x >= 0.001 else "under 0.1%"
 
 
+def _share_or_times(x: float, whole: str) -> str:
+    """A ratio to ``whole`` in words: a share below one ("under 0.1%" rather than a 0.0% that reads as none),
+    "N times" above."""
+    return f"{_pct(x)} of {whole}" if x < 1 else part_of(x, whole)
+
+
+CPUS = "the CPU's"
+
+
 def _bound_sentence(b: facts.Balance) -> str:
     return (f"Self CUDA time total {us(b.device_us)} against Self CPU time total {us(b.self_cpu_us)}: the GPU's time "
-            f"is {_pct(b.ratio)} of the CPU's, and the GPU was busy {us(b.gpu_busy_us)} of the {us(b.window_us)} "
+            f"is {_share_or_times(b.ratio, CPUS)}, and the GPU was busy {us(b.gpu_busy_us)} of the {us(b.window_us)} "
             f"recorded window ({_pct(b.gpu_busy_share)})")
 
 
 def _bound_facts(k: exam.Key) -> list:
     b = k.balance
     # the forms diagnose and summarize print the balance in (each unique to this trace)
-    return [spoilers.exact(f"{b.ratio:.1%} of the CPU time"), spoilers.exact(_bound_sentence(b)),
+    return [spoilers.exact(part_of(b.ratio, "the CPU time")), spoilers.exact(_bound_sentence(b)),
             spoilers.exact(f"GPU busy {us(b.gpu_busy_us)} of the {us(b.window_us)} window")]
 
 
@@ -173,7 +188,7 @@ def _reveal_bound(answer: str, k: exam.Key, x: exam.Loaded) -> widgets.Outcome:
         f"You said <i>{html.escape(answer)}</i>; the totals say <b>{html.escape(k.bound)}</b>. "
         f"{_bound_sentence(b)}. The series' line: GPU-bound when the GPU's time reaches {b.threshold:.0%} of the "
         f"CPU's. Notebook 02 takes the profiler's closing synchronize out of the CPU's time ({us(own)} left): the "
-        f"GPU's time is then {_pct(mine)} of it, "
+        f"GPU's time is then {_share_or_times(mine, 'it')}, "
         + ("the same verdict." if same else "the other verdict: a trace this near the line reads both ways.")
         + " What to fix first is the next question: a verdict says which side sets the pace, not what to change.",
         actual=k.bound)
