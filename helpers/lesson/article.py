@@ -45,9 +45,14 @@ class Figure:
             return f"{self.value:g}{'%' if self.unit == '%' else '×'}"
         return f"{self.value:g} {self.unit}"
 
+    @property
+    def hardware(self) -> str:
+        """'A100' for Part 1, whose text names it; 'GPU' for Parts 2 and 3, which the series review does not name."""
+        return "A100" if self.where.startswith("Part 1") else "GPU"
+
     def label(self, capital: bool = False) -> str:
         """'the article's A100 (64 × 64, bf16, cold, eager; Part 1, figure 1)'; 'The ...' to start a sentence."""
-        return f"{'The' if capital else 'the'} article's A100 ({self.run}; {self.where})"
+        return f"{'The' if capital else 'the'} article's {self.hardware} ({self.run}; {self.where})"
 
     def quote(self) -> str:
         """'2.314 ms on the article's A100 (64 × 64, bf16, cold, eager; Part 1, figure 1)'."""
@@ -89,10 +94,10 @@ FIGURES: dict[str, Figure] = {f.key: f for f in [
     Figure("closing_sync_idle", 98, "%", "64 × 64, bf16, eager, run not stated",
            "Part 1: the run's idle share, read from the final synchronize"),
     Figure("gemm_typical", 580, "us", _P1_4096_WARM + ", wait=0, warmup=0, active=20", "Part 1, figure 18"),
-    Figure("gemm_mean", 1084, "us", _P1_4096_WARM + ", mean of 5 runs", "Part 1, figure 18"),
+    Figure("gemm_mean", 1084, "us", _P1_4096_WARM + ", the mean of 5", "Part 1, figure 18"),
     Figure("gemm_mean_over_typical", round(1084 / 580, 2), "x",
-           _P1_4096_WARM + ", the mean of 5 runs over the typical GEMM of its 20-step trace",
-           "Part 1, figure 18: a mean of 1084 µs over five runs against about 580 µs typical"),
+           _P1_4096_WARM + ", the article's mean of 5 over its typical GEMM (our division of its two figures)",
+           "Part 1, figure 18: a mean of 5 = 1084 µs against about 580 µs typical"),
     Figure("compile_gemm", "ampere_bf16_s16816gemm_bf16_128x256_ldg8_f2f_stages_64x3_nn, the same kernel as eager",
            "", _P1_4096_COMPILE, "Part 1, compile section"),
     Figure("compile_copy", 33, "us", "4096 × 4096, bf16, warm, compile: Memcpy DtoD of 32 MB", "Part 1, compile section"),

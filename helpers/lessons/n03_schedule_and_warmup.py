@@ -401,12 +401,13 @@ def settle(twenty) -> None:
         med = statistics.median(durs)
         held = answer is not None and lo <= answer <= hi
         if lo == hi:
-            head = (f"From step #{k} on, every step stays within {SETTLE:g}x the median step ({us(med)}), whether the "
+            head = (f"From step #{k} on, no step takes longer than {SETTLE:g}x the median step ({us(med)}), whether the "
                     f"band is {SETTLE / STEP_TOL:.2f}x or {SETTLE * STEP_TOL:.2f}x: #{lo} counts. ")
         else:
-            outside = [f"#{i} ({durs[i] / med:.1f}x)" for i in range(lo, hi) if durs[i] > med * SETTLE / STEP_TOL]
-            head = (f"Where the steps settle depends on how strict the band is: within {SETTLE * STEP_TOL:.2f}x the "
-                    f"median step ({us(med)}) from step #{lo}, within {SETTLE / STEP_TOL:.2f}x only from step #{hi} "
+            outside = [f"#{i} ({durs[i] / med:.2f}x)" for i in range(lo, hi) if durs[i] > med * SETTLE / STEP_TOL]
+            head = (f"Where the steps settle depends on how strict the band is (it bounds a step from above: a step "
+                    f"quicker than the median is settled): no step longer than {SETTLE * STEP_TOL:.2f}x the "
+                    f"median step ({us(med)}) from step #{lo}, than {SETTLE / STEP_TOL:.2f}x only from step #{hi} "
                     f"(later steps outside the narrower band: {', '.join(outside)}). Every answer from #{lo} to #{hi} "
                     "counts. ")
         shape = ("In this recording the slow steps are the first ones and the rest settle, the shape start-up leaves"

@@ -247,9 +247,10 @@ def why_sync(sweep) -> None:
                              f"{(idle[-1][0] / idle[0][0]) ** 2:,.0f}-fold and the synchronize stays between "
                              f"{us(min(d for _, d in idle))} and {us(max(d for _, d in idle))}, with nothing queued: "
                              "size alone does not set it." if len(idle) > 1 else "")
-                text = ("At every size the synchronize lasts about as long as the GPU stays busy inside it, within 30 us "
-                        "or a quarter of the call (the points sit near the line): it waits for work the CPU queued "
-                        f"ahead. The event counts go from {min(events):,} to {max(events):,} across the sizes, so the "
+                text = ("At every size the synchronize's length is within 30 us (or a quarter of the call) of the GPU's "
+                        "busy time inside it: at the small sizes both are short (a few microseconds of synchronize, "
+                        "next to no GPU work), at the large ones the synchronize lasts as long as the queued work. "
+                        "It waits for work the CPU queued ahead. The event counts go from {min(events):,} to {max(events):,} across the sizes, so the "
                         f"flush explanation has little to stand on here.{size_text}")
             else:
                 text = ("The synchronize's length does not follow the GPU's busy time inside it at every size: look at "

@@ -111,7 +111,7 @@ def spread(run, gemms) -> None:
         typical, mean = article.fig("gemm_typical"), article.fig("gemm_mean")
         return widgets.grade(
             g, f"Fastest {us(lo)}, slowest {us(hi)}: a spread of <b>{_pct(r)}</b>. {where}Compare the article: a "
-            f"GEMM that typically took {typical.quote()}, while a mean over five runs was {mean.text()}. The "
+            f"GEMM that typically took {typical.quote()}, while the mean of five was {mean.text()}. The "
             "article lists suspects for such outliers (Part 1, after figure 18): the GPU's clock at idle against "
             "boost, heat, power management, the driver's housekeeping. Which of them is at work on a given GPU is "
             "a hypothesis to test; an experiment below tests three explanations of one kind of outlier on this GPU. "

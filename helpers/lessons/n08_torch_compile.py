@@ -258,8 +258,8 @@ def vs_tax(eager, compiled, timed) -> None:
             g, f"Without the profiler, eager and compiled timed in turn ({timed.source}), one compiled call costs "
             f"<b>{_fmt_x(ratio.median)}</b> the CPU time of an eager one ({us(pc.median)} against {us(pe.median)}, "
             f"the ratio taken round by round): {where}, {fig.text()} (half of it is {half:g}×, twice {twice:g}×)."
-            f"{prof_text}The article read its figure from profiled runs, so the profiled ratio is the closer "
-            "comparison; the unprofiled one is what compile costs with nobody watching.",
+            f"{prof_text}The article does not say whether its figure was timed under the profiler; if it was, the "
+            "profiled ratio is the closer comparison. The unprofiled one is what compile costs with nobody watching.",
             live=_live())
 
     widgets.ask("08.vs-tax", f"Compiled over eager, CPU time per call at 4096: {fig.quote()}. On this GPU, will it "

@@ -354,7 +354,8 @@ def _roof_phrase(p) -> str:
     else:
         got = f"{p.achieved_tflops:.3g} TFLOP/s"
         roof = f"the {p.roof} roof" if p.bound == roofline_mod.COMPUTE_BOUND else "the roof"
-    return f"<code>{p.op}</code> {p.shape} ({got} at {p.intensity:.3g} FLOP/byte: {p.of_roof:.0%} of {roof} there)"
+    return (f"<code>{p.op}</code> {p.shape} ({got} over all its calls at {p.intensity:.3g} FLOP/byte: {p.of_roof:.0%} "
+            f"of {roof} there)")
 
 
 def roofline_sentences(r) -> list[str]:

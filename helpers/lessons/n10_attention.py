@@ -223,16 +223,16 @@ def backends(runs: dict, ok: dict, naive_run, timed) -> None:
         show.versus([("fastest backend (GPU time per call)", article.fig("fastest_backend").value, fastest),
                      ("math backend: kernels per call (this GPU: pieces of GPU work)", article.fig("math_kernels").text(),
                       str(pieces(ok["math"])) if "math" in ok else "-")]
-                    + [(f"{b}: CPU time per call", article.fig("cpu_" + b).text(),
+                    + [(f"{b}: CPU time (the review's; this GPU: per call)", article.fig("cpu_" + b).text(),
                         f"{us(ok[b].cpu_per_call_us)} profiled, {us(timed.spread(b).median)} unprofiled"
                         if b in timed.labels else us(ok[b].cpu_per_call_us))
                        for b in ("efficient", "flash", "cudnn") if b in ok],
-                    note="the article's A100 as the series review reports it, same shapes; this GPU: the runs above "
+                    note="the article's run as the series review reports it (its shapes and GPU not given); this GPU: the runs above "
                          f"and the unprofiled comparison ({timed.source})")
         return widgets.grade(
             g, f"On this GPU <b>{fastest}</b> is the fastest by GPU time per call ({us(per[fastest].median)}). "
-            f"The series review reports the article's A100, on the same shapes, differently: "
-            f"{article.fig('fastest_backend').value} the fastest, and CPU time per call of {theirs}. On the CPU "
+            f"The series review reports the article's run (its shapes not given) differently: "
+            f"{article.fig('fastest_backend').value} the fastest, and CPU times of {theirs}. On the CPU "
             f"side here, {cpu_against_kernels(ok, timed)}{math_text}", live=False)
 
     widgets.ask("10.backends", "Which SDPA backend will be the fastest on this GPU (GPU time per call)?",

@@ -269,7 +269,7 @@ def straggler(slow: Pair, base: Pair) -> None:
                      r.verdict) for r in slow.ranks.ranks],
                    ["rank", *[f"the {_place(k)} all-reduce kernel of each step (median)" for k in range(n_places)],
                     "waiting beyond the quickest rank", "all-reduces entered last", "verdict"])
-        show.display_figure(plots.ranks(slow.traces, slow.shifts, title=f"{slow.name}: one step, both ranks"))
+        show.display_figure(plots.ranks(slow.traces, slow.shifts, title=f"{slow.name}: one step's GPU work, both ranks (the CPU rows run on into the next step)"))
         st = slow.ranks.straggler
         ends = slow.ranks.end_spread_us
         gaps_slow, gaps_base = entry_gaps(slow), entry_gaps(base)
@@ -391,7 +391,7 @@ def overlap(base: Pair) -> None:
 
     def reveal(answer):
         show.pre(ranks_text(base.ranks, top=4))
-        show.display_figure(plots.ranks(base.traces, base.shifts, title=f"{base.name}: one step, both ranks on one clock"))
+        show.display_figure(plots.ranks(base.traces, base.shifts, title=f"{base.name}: one step's GPU work, both ranks on one clock (the CPU rows run on into the next step)"))
         g = overlap_grade(base, answer)
         places = _by_place(base, 0)
         by_place = "; ".join(f"the {_place(k)} all-reduce of each step {min(v):.0%} to {max(v):.0%}"
@@ -462,7 +462,7 @@ def bucket(base: Pair, big: Pair) -> None:
         show.table(rows, ["", "all-reduces per step (rank 0)", "rank 0: overlap", "rank 0: in all-reduces",
                           "of it waiting for the other rank", "net of the waiting",
                           "the rank that waited least: overlap", "balanced (ddp.balance)"])
-        show.display_figure(plots.ranks(big.traces, big.shifts, title=f"{big.name}: one step, both ranks"))
+        show.display_figure(plots.ranks(big.traces, big.shifts, title=f"{big.name}: one step's GPU work, both ranks (the CPU rows run on into the next step)"))
         count_text = f"Per step, rank 0 ran {na:g} all-reduces with the smaller buckets and <b>{nb:g}</b> with the larger."
         if nb >= na:
             return widgets.verdict(answer == BUCKET_CHOICES[3] and nb == na,

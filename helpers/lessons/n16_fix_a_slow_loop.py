@@ -377,7 +377,7 @@ class Bench:
         self.ratios.append(ratio)
         g = measure.grade_choice(None, ratio, STEP_EDGES, STEP_CHOICES)
         show.display_figure(plots.waterfall([(k, _ms(v).samples) for k, v in self.stages],
-                                            title="Wall time per step, fix by fix (no profiler)"))
+                                            title="Wall time per step, fix by fix (no profiler; the factors: ratio of the bars' medians)"))
         show.md(f"<b>+ {html.escape(FIX_WORDS[fix])}</b>: the step {_ms(spread).text()}, {ratio.text()} shorter than "
                 f"the stage before, round by round: "
                 + (f"<b>{html.escape(g.actual)}</b>." if g.conclusive else
