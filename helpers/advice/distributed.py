@@ -17,6 +17,7 @@ from ..facts.collectives import COMMUNICATION_BOUND, RankRow, Straggler, rank_fa
 from ..facts.ranks import Ranks
 from ..facts.text import us
 from .findings import NOTE_BELOW, Context, Finding, Severity, rank
+from .ledger import Speedup, amdahl
 from .rulebook import RuleId
 
 
@@ -36,6 +37,8 @@ def _finding(*args: Any) -> Finding:
 
 
 _RANK_WINDOW = "the rank's recorded window"
+#: collective time with nothing beside it, when a fix hides it: half of it as a point figure, at best all
+OVERLAP = Speedup(2.0, 1.25, float("inf"))
 
 
 def _communication_bound(rows: list[RankRow], folder: bool = True,
@@ -53,7 +56,9 @@ def _communication_bound(rows: list[RankRow], folder: bool = True,
     remains = {x.rank: max(x.exposed_us - (x.wait_us or 0.0), 0.0) for x in bound}
     if named:
         ev += [f"{_who(x)}: {us(x.wait_us or 0.0)} of it is waiting for rank {straggler.rank} (see straggler); "
-               f"{us(remains[x.rank])} remains once that wait is gone" for x in bound]
+               f"{us(remains[x.rank])} remains once that wait is gone" for x in bound if x.rank != straggler.rank]
+        ev += [f"{_who(x)} is the straggler itself: its {us(x.exposed_us)} is the transfer and its own waits"
+               for x in bound if x.rank == straggler.rank]
         title = "What remains once the straggler is fixed: collectives that run with no compute beside them"
     else:
         title = "Waiting on communication: the GPU spends more time in collectives alone than computing"
@@ -65,9 +70,13 @@ def _communication_bound(rows: list[RankRow], folder: bool = True,
                  + "overlap collectives with compute (DDP launches each bucket's all-reduce during the backward "
                  f"pass: {_DDP}); send fewer or larger messages")
     worst = max(bound, key=lambda x: remains[x.rank] if named else x.exposed_us)
-    return f.size(remains[worst.rank] if named else worst.exposed_us, worst.window_us,
-                  "collective time with no compute beside it" + (", beyond the wait for the straggler" if named else ""),
-                  _RANK_WINDOW)
+    f.size(remains[worst.rank] if named else worst.exposed_us, worst.window_us,
+           "collective time with no compute beside it" + (", beyond the wait for the straggler" if named else ""),
+           _RANK_WINDOW)
+    if f.share is not None:
+        f.gain = amdahl(f.share, OVERLAP, "if half of that collective time hid behind compute (how much overlap or "
+                                          "fewer, larger messages give depends on the model and the link)")
+    return f
 
 
 def _low_overlap(rows: list[RankRow]) -> "Finding | None":
@@ -84,7 +93,11 @@ def _low_overlap(rows: list[RankRow]) -> "Finding | None":
                  f"possible; DDP's gradient buckets, bucket_cap_mb: {_DDP}) and check that they run on their own "
                  "stream")
     worst = max(low, key=lambda x: x.exposed_us)
-    return f.size(worst.exposed_us, worst.window_us, "collective time with no compute beside it", _RANK_WINDOW)
+    f.size(worst.exposed_us, worst.window_us, "collective time with no compute beside it", _RANK_WINDOW)
+    if f.share is not None:
+        f.gain = amdahl(f.share, OVERLAP, "if half of that collective time hid behind compute (how much depends on "
+                                          "the compute left to overlap)")
+    return f
 
 
 def _straggler(r: Ranks) -> "Finding | None":
@@ -111,7 +124,11 @@ def _straggler(r: Ranks) -> "Finding | None":
     if not waiting:
         return f
     worst = max(waiting, key=lambda x: x.wait_us or 0.0)
-    return f.size(worst.wait_us or 0.0, worst.window_us, f"rank {worst.rank} waiting for rank {s.rank}", _RANK_WINDOW)
+    f.size(worst.wait_us or 0.0, worst.window_us, f"rank {worst.rank} waiting for rank {s.rank}", _RANK_WINDOW)
+    if f.share is not None:
+        f.gain = amdahl(f.share, Speedup.gone(low=2.0), f"rank {worst.rank}'s step without its wait for rank {s.rank} "
+                                                        "(the step of the job is the slowest rank's)")
+    return f
 
 
 def diagnose_ranks(r: Ranks) -> list["Finding"]:
