@@ -43,9 +43,9 @@ OVERHEAD = Speedup(2.0, 1.25, float("inf"))
 
 def _on_launcher(c: Context, idx) -> Spans:
     """The spans of these CPU events on the thread that launched the GPU work."""
-    lane = c.budget.launcher
+    lanes = c.budget.launchers
     return merged((c.trace.ts[i], c.trace.end_of(i)) for i in idx
-                  if lane is None or c.trace.lane[i] == lane)
+                  if not lanes or c.trace.lane[i] in lanes)
 
 
 # --- the DataLoader (14) -------------------------------------------------------------------------------------
@@ -170,7 +170,7 @@ def _cold_start(c: Context) -> Finding | None:
                      "the recording's, not the program's: one-time costs leave a recording made after warm-up "
                      "(the steady steps do not get faster)",
                      cpu=[(first.start_us, first.end_us)], cpu_at_most_us=first.dur_us - rest,
-                     cpu_speedup=Speedup.gone())
+                     cpu_speedup=Speedup.gone(), gain_of="the recording")
 
 
 def _long_call(c: Context) -> Finding | None:
@@ -192,7 +192,7 @@ def _long_call(c: Context) -> Finding | None:
                 "a first call of its kind pays for set-up (loading the GPU code's modules, creating the context, "
                 "reserving memory): warm up before recording, or move the set-up out of the recorded steps")
     return c.claimed(f, f"the GPU idle during {name}", "a one-time cost: gone from a recording made after warm-up",
-                     cpu=[(t.ts[i], t.end_of(i))], cpu_speedup=Speedup.gone())
+                     cpu=[(t.ts[i], t.end_of(i))], cpu_speedup=Speedup.gone(), gain_of="the recording")
 
 
 # --- waits for the GPU (12) ---------------------------------------------------------------------------------
@@ -309,10 +309,10 @@ def _unfused_optimizer(c: Context) -> Finding | None:
 def _where_the_cpu_was(c: Context, spans: Spans, top: int = 3) -> str:
     """The ATen ops (outermost) and labels the launcher ran during ``spans``, by the GPU idle time inside each."""
     t = c.trace
-    lane = c.budget.launcher
+    lanes = c.budget.launchers
     acc: Counter = Counter()
     for i in t.indices((CPU_OP, ANNOTATION)):
-        if t.is_gpu(i) or (lane is not None and t.lane[i] != lane) or t.name_of(i).startswith("ProfilerStep#"):
+        if t.is_gpu(i) or (lanes and t.lane[i] not in lanes) or t.name_of(i).startswith("ProfilerStep#"):
             continue
         if t.group_of(i) == CPU_OP and any(t.group_of(p) == CPU_OP for p in t.ancestors(i)):
             continue  # the outermost op stands for its children
@@ -327,7 +327,7 @@ def _where_the_cpu_was(c: Context, spans: Spans, top: int = 3) -> str:
 def _cpu_bound(c: Context) -> Finding | None:
     """What no cause claimed of the GPU's wait for the CPU: the CPU's own work between launches."""
     b = c.budget
-    left = c.ledger.left(Side.CPU)
+    left = c.ledger.left(Side.CPU, filling=False)
     if not left or b.window_us <= 0:
         return None
     gaps = [e - s for s, e in b.waiting_for_cpu]
@@ -337,6 +337,9 @@ def _cpu_bound(c: Context) -> Finding | None:
           f"the GPU ran work {us(b.busy_us)} ({b.share(b.busy_us):.0%})"
           + (f"; it idled {us(b.queued_us)} more with its next work already launched (not the CPU's)"
              if b.queued_us > 0.01 * b.window_us else "")]
+    if b.filling_us > 0.01 * b.window_us:
+        ev.append(f"not counted: the {us(b.filling_us)} before the window's first GPU work, the GPU's queue filling as "
+                  "the recording starts (a loop whose CPU runs ahead does not pay it each step)")
     where = _where_the_cpu_was(c, left)
     if where:
         ev.append(f"where the CPU was in the {us(total(left))} no finding above explains: {where}")
@@ -354,7 +357,14 @@ def _cpu_bound(c: Context) -> Finding | None:
                   "torch.compile, CUDA graphs), and keep Python out of the hot loop")
     rule, title = ((RuleId.TINY_KERNELS, "Kernels shorter than the calls that launch them") if tiny else
                    (RuleId.CPU_BOUND, "CPU-bound: the GPU waits for the CPU"))
-    f = Finding(rule, title, Severity.ISSUE, ev, advice)
+    severity = Severity.ISSUE
+    if not b.cpu_paced:  # the GPU's work outlasts the CPU's: these gaps are the frame's remainder, not the step's pace
+        ev.insert(0, f"the CPU's own work, {us(b.paced_cpu_us)} from the first GPU work on, is shorter than the GPU's, {us(b.busy_us + b.queued_us)}"
+                     ": the GPU sets the pace, and these gaps are what is left between its work")
+        title = ("Kernels shorter than the calls that launch them, in part of the window" if tiny else
+                 "Gaps between GPU work: the GPU waits for the CPU part of the time")
+        severity = Severity.NOTE
+    f = Finding(rule, title, severity, ev, advice)
     return c.claimed(f, "the GPU idle while the CPU launched the next work",
                      "if a fix halved the CPU's work between launches (how much fusion, CUDA graphs or larger batches "
                      "remove depends on the model); at best the step runs at the GPU's pace",

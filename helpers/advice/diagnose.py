@@ -41,7 +41,7 @@ def diagnose(trace: Trace) -> list[Finding]:
     skip = set(cpu_rules.RULES + gpu_rules.RULES) - {gpu_rules._memory_spike} if inside else set()
     found = [f for f in (rule(ctx) for rule in RULES + rank_rules() if rule not in skip) if f is not None]
     if any(f.rule == RuleId.INSIDE_COLLECTIVES for f in found):  # the same time, said better for one rank
-        found = [f for f in found if f.rule != RuleId.COMMUNICATION_BOUND]
+        found = [f for f in found if f.rule not in (RuleId.COMMUNICATION_BOUND, RuleId.LOW_OVERLAP)]
     return rank(found)
 
 

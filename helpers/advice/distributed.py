@@ -79,7 +79,11 @@ def _communication_bound(rows: list[RankRow], folder: bool = True,
     return f
 
 
-def _low_overlap(rows: list[RankRow]) -> "Finding | None":
+def _low_overlap(rows: list[RankRow], covered: "Finding | None" = None) -> "Finding | None":
+    """Ranks whose collectives mostly run alone, those whose exposed time ``covered`` (communication-bound) claims
+    left out: the same microseconds are claimed once."""
+    if covered is not None:
+        rows = [x for x in rows if x.verdict != COMMUNICATION_BOUND]
 
     low = [x for x in rows if x.overlap_pct is not None and x.overlap_pct < LOW_OVERLAP_PCT
            and x.gpu_busy_us > 0 and x.exposed_us >= MINOR_SHARE * x.gpu_busy_us]
@@ -125,9 +129,18 @@ def _straggler(r: Ranks) -> "Finding | None":
         return f
     worst = max(waiting, key=lambda x: x.wait_us or 0.0)
     f.size(worst.wait_us or 0.0, worst.window_us, f"rank {worst.rank} waiting for rank {s.rank}", _RANK_WINDOW)
-    if f.share is not None:
-        f.gain = amdahl(f.share, Speedup.gone(low=2.0), f"rank {worst.rank}'s step without its wait for rank {s.rank} "
-                                                        "(the step of the job is the slowest rank's)")
+    # The job's step is its slowest rank's: before, the longest window; after, the others' windows once their wait for
+    # the straggler is gone (all of it, or half of it for the low end): the straggler made as quick as they are.
+    before = max(x.window_us for x in r.ranks)
+
+    def after(part: float) -> float:
+        return max(x.window_us - part * (x.wait_us or 0.0) for x in waiting)
+    if before > 0 and after(1.0) > 0:
+        from .ledger import Gain
+        f.gain = Gain(before / after(1.0), before / after(0.5), before / after(1.0),
+                      f"the job's step is its slowest rank's: the longest window ({us(before)}) against the other "
+                      f"ranks' longest once their wait for rank {s.rank} is gone ({us(after(1.0))}; half of each wait "
+                      "gone for the low end)")
     return f
 
 
@@ -135,7 +148,8 @@ def diagnose_ranks(r: Ranks) -> list["Finding"]:
     """The distributed rules on a folder's ranks: a straggler first, then what remains once it is fixed."""
 
     lead = _straggler(r)
-    rest = [f for f in (_communication_bound(r.ranks, straggler=r.straggler), _low_overlap(r.ranks)) if f is not None]
+    bound = _communication_bound(r.ranks, straggler=r.straggler)
+    rest = [f for f in (bound, _low_overlap(r.ranks, bound)) if f is not None]
     if lead is not None and lead.share is not None and lead.share < NOTE_BELOW:
         rest, lead = rest + [lead], None  # a straggler that costs the others little is a note among the rest
     rest = rank(rest)
@@ -168,4 +182,6 @@ def _trace_rows(c: "Context") -> list[RankRow]:
 
 def trace_rules() -> list[Callable[["Context"], "Finding | None"]]:
     """The rules that read one rank's trace alone, for :func:`helpers.advice.diagnose.diagnose`."""
-    return [lambda c: _communication_bound(_trace_rows(c), folder=False), lambda c: _low_overlap(_trace_rows(c))]
+    def bound(c: "Context") -> "Finding | None":
+        return c.once("communication-bound", lambda: _communication_bound(_trace_rows(c), folder=False))
+    return [bound, lambda c: _low_overlap(_trace_rows(c), bound(c))]

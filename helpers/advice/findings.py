@@ -139,7 +139,7 @@ class Context:
 
     def claimed(self, f: "Finding", of: str, basis: str = "", *, cpu: Spans | None = None,
                 cpu_speedup: Speedup | None = None, gpu: Spans | None = None, gpu_speedup: Speedup | None = None,
-                cpu_at_most_us: float | None = None) -> "Finding | None":
+                cpu_at_most_us: float | None = None, gain_of: str = "the step") -> "Finding | None":
         """``f`` sized by the time it claims on the ledger (``cpu``: GPU idle time waiting for the CPU; ``gpu``:
         GPU busy time), with the gain its fix should bring (an issue's); None when it claims nothing a rule before
         it has not (the time is explained already)."""
@@ -150,7 +150,7 @@ class Context:
             return None
         f.size(us, self.budget.window_us, of, self.base)
         if f.severity == Severity.ISSUE and (cpu_speedup or gpu_speedup):
-            f.gain = self.ledger.gain(basis, cpu_us=total(got_cpu), cpu=cpu_speedup, gpu_us=total(got_gpu),
+            f.gain = self.ledger.gain(basis, of=gain_of, cpu_us=total(got_cpu), cpu=cpu_speedup, gpu_us=total(got_gpu),
                                       gpu=gpu_speedup)
         return f
 
@@ -173,5 +173,9 @@ def rank(found: list[Finding]) -> list[Finding]:
                      f.share is not None and f.share < NOTE_BELOW)
             if small:
                 f.severity = Severity.NOTE
-    return sorted(found, key=lambda f: (f.severity != Severity.ISSUE, f.gain is None,
-                                        -(f.gain.speedup if f.gain else 0.0), f.share is None, -(f.share or 0.0)))
+
+    def key(f: Finding) -> tuple:
+        if f.severity == Severity.ISSUE:
+            return (0, f.gain is None, -(f.gain.speedup if f.gain else 0.0), f.share is None, -(f.share or 0.0))
+        return (1, f.share is None, -(f.share or 0.0))
+    return sorted(found, key=key)

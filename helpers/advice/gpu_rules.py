@@ -16,7 +16,7 @@ from collections import Counter
 from .. import facts
 from ..facts import hardware, memory, roofline, kernel_kinds as kk, step_facts as sf
 from ..facts.text import nbytes, short, us
-from ..reader.spans import merged
+from ..reader.spans import difference, merged
 from ..reader.trace import CPU_OP, MEMCPY, Trace
 from .findings import IDLE_NOTE, Context, Finding, Rule, Severity
 from .ledger import Side, Speedup
@@ -261,17 +261,18 @@ def _memory_spike(c: Context) -> Finding | None:
                    f"for activations kept for backward, activation checkpointing ({CHECKPOINT_DOCS})")
 
 
-#: the GPU's busy time at or above this share of the window makes the GPU-bound note (the kernels set the pace)
-GPU_BOUND_SHARE = 0.5
 
 
 def _gpu_bound(c: Context) -> Finding | None:
-    """What no pattern claimed of the GPU's busy time, where the GPU is busy most of the window: its own kernels."""
-    b = c.budget
-    left = c.ledger.left(Side.GPU)
-    if not left or b.share(b.busy_us) < GPU_BOUND_SHARE:
+    """What no pattern claimed of the GPU's busy time, where the GPU sets the pace (its work outlasts the CPU's)."""
+    b, t = c.budget, c.trace
+    # collectives are the rank rules' (communication-bound, low-overlap): not the kernels' own work
+    comm = _spans(t, [j for j in facts.gpu_work(t) if kk.classify(t.name_of(j)) == kk.COLLECTIVE])
+    left = difference(c.ledger.left(Side.GPU), comm) if comm else c.ledger.left(Side.GPU)
+    if not left or b.cpu_paced:
         return None
-    ev = [f"the GPU ran work {us(b.busy_us)} of the {us(b.window_us)} window ({b.share(b.busy_us):.0%})"]
+    ev = [f"the GPU ran work {us(b.busy_us)} of the {us(b.window_us)} window ({b.share(b.busy_us):.0%}); the CPU's "
+          f"own work from the first GPU work on took {us(b.paced_cpu_us)}"]
     shape = roofline.dominant(roofline.roofline(c.trace))
     if shape is not None:  # memory-bound kernels (fuse them) or compute-bound ones near their peak: not one advice
         ev.append(roofline.dominant_text(shape))

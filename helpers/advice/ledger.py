@@ -54,12 +54,15 @@ class Gain:
     low: float
     high: float
     basis: str
+    of: str = "the step"  # what gets faster: "the step", or "the recording" for a one-time cost
 
     def words(self) -> str:
         """'fixing this should make the step about 2.1x faster (1.4x to 3.0x)'."""
         if self.speedup < 1.05:
-            return "fixing this alone should change the step little (under 5%)"
+            return f"fixing this alone should change {self.of} little (under 5%)"
         span = f" ({self.low:.2g}x to {self.high:.2g}x)" if self.high / self.low > 1.1 else ""
+        if self.of != "the step":
+            return f"without it {self.of} should be about {self.speedup:.2g}x shorter{span}"
         return f"fixing this should make the step about {self.speedup:.2g}x faster{span}"
 
 
@@ -68,7 +71,8 @@ class Ledger:
 
     def __init__(self, budget: Budget) -> None:
         self.budget = budget
-        self._free = {Side.CPU: list(budget.waiting_for_cpu), Side.GPU: list(budget.busy)}
+        # the queue filling at the window's start is the CPU's only where a cause names it (see Budget.filling)
+        self._free = {Side.CPU: merged(list(budget.waiting_for_cpu) + list(budget.filling)), Side.GPU: list(budget.busy)}
 
     def claim(self, side: Side, spans: Spans, at_most_us: float | None = None) -> Spans:
         """The part of ``spans`` on ``side`` that no earlier finding claimed, now claimed (``at_most_us``: the
@@ -79,18 +83,19 @@ class Ledger:
         self._free[side] = difference(self._free[side], got)
         return got
 
-    def left(self, side: Side) -> Spans:
-        """What no finding has claimed yet on ``side``."""
-        return list(self._free[side])
+    def left(self, side: Side, filling: bool = True) -> Spans:
+        """What no finding has claimed yet on ``side`` (``filling=False``: less the queue filling at the start)."""
+        free = list(self._free[side])
+        return free if filling or side != Side.CPU else difference(free, self.budget.filling)
 
-    def gain(self, basis: str, *, cpu_us: float = 0.0, cpu: Speedup | None = None, gpu_us: float = 0.0,
+    def gain(self, basis: str, *, of: str = "the step", cpu_us: float = 0.0, cpu: Speedup | None = None, gpu_us: float = 0.0,
              gpu: Speedup | None = None) -> Gain:
         """The step's speedup when the CPU-side part (``cpu_us`` of idle time) gets ``cpu`` times faster and the
         GPU-side part (``gpu_us`` of busy time) ``gpu`` times faster."""
         b = self.budget
         w = b.window_us
         if w <= 0:
-            return Gain(1.0, 1.0, 1.0, basis)
+            return Gain(1.0, 1.0, 1.0, basis, of)
 
         def after(sc: float, sg: float) -> float:
             saved_cpu = cpu_us * (1 - 1 / sc) if cpu_us else 0.0
@@ -99,7 +104,7 @@ class Ledger:
             return max(w - saved_cpu - saved_gpu, floor, 1e-9)
 
         c, g = cpu or Speedup(1.0, 1.0, 1.0), gpu or Speedup(1.0, 1.0, 1.0)
-        return Gain(w / after(c.mid, g.mid), w / after(c.low, g.low), w / after(c.high, g.high), basis)
+        return Gain(w / after(c.mid, g.mid), w / after(c.low, g.low), w / after(c.high, g.high), basis, of)
 
 
 def amdahl(share: float, speed: Speedup, basis: str) -> Gain:

@@ -15,6 +15,14 @@ stretch of the window can be put on one side:
 * **idle, unlinked**: the work that ends it has no launch call in the trace;
 * **idle, after the last work**: to the window's end.
 
+The idle time before the window's first GPU work, while that work was not yet
+launched, is kept apart (**filling**): the GPU's queue filling as the
+recording starts (after the runner's synchronize, say), which a steady loop
+whose CPU runs ahead does not pay each step. Only a cause the trace names (the
+DataLoader, a cold start, one long call) claims it. Only its last
+:data:`FILL_MAX_US` are: a longer wait before the first launch is the CPU's
+own work, not a queue filling.
+
 Only the first kind of idle time is the CPU's to win back; the findings of
 :mod:`helpers.advice.diagnose` divide it among their causes. The thread that
 launched most of the GPU work (the launcher) is read too: the time it spent
@@ -28,7 +36,7 @@ import bisect
 from dataclasses import dataclass
 
 from . import kernel_kinds as kk
-from ..reader.spans import Spans, clipped, difference, merged, total
+from ..reader.spans import Spans, clipped, difference, intersection, merged, total
 from ..reader.trace import DRIVER, RUNTIME, Trace
 from .steps import _gpu_busy_spans, gpu_work, window
 
@@ -60,13 +68,19 @@ class Budget:
     hi: float
     busy: Spans
     waiting_for_cpu: Spans  # GPU idle: its next work not launched yet (or launched just in time)
+    filling: Spans  # the same, before the window's first GPU work: the queue filling as the recording starts
     queued: Spans  # GPU idle though its next work had been launched long before
     unlinked: Spans  # GPU idle before work with no launch call in the trace
     after_last: Spans  # GPU idle from the end of its last work to the window's end
-    launcher: int | None  # the lane of the thread that launched most GPU work; None without launches
-    cpu_work: Spans  # the launcher's time inside events, less its waits for the GPU
-    cpu_waits: Spans  # the launcher's calls that wait for the GPU (synchronizes)
+    launchers: tuple[int, ...]  # the lanes of the threads that launched the GPU work, most first; () without launches
+    cpu_work: Spans  # the launchers' time inside events, less their waits for the GPU
+    cpu_waits: Spans  # the launchers' calls that wait for the GPU (synchronizes)
     late_us: float  # the launch latency up to which work counts as launched just in time
+
+    @property
+    def launcher(self) -> int | None:
+        """The lane that launched most of the GPU work."""
+        return self.launchers[0] if self.launchers else None
 
     @property
     def window_us(self) -> float:
@@ -81,6 +95,10 @@ class Budget:
         return total(self.waiting_for_cpu)
 
     @property
+    def filling_us(self) -> float:
+        return total(self.filling)
+
+    @property
     def queued_us(self) -> float:
         return total(self.queued)
 
@@ -88,18 +106,39 @@ class Budget:
     def cpu_work_us(self) -> float:
         return total(self.cpu_work)
 
+    @property
+    def cpu_paced(self) -> bool:
+        """Whether the CPU sets the pace: its own work outlasts the GPU's (busy, or behind queued work), the CPU's
+        part before the first GPU work (while the queue fills) left out."""
+        gpu = self.busy_us + self.queued_us
+        return self.paced_cpu_us > gpu or self.waiting_for_cpu_us > gpu  # (a CPU busy on threads that launch nothing)
+
+    @property
+    def paced_cpu_us(self) -> float:
+        """The CPU's own work less its part while the queue filled: what the GPU's work is set against."""
+        return total(difference(self.cpu_work, self.filling))
+
     def share(self, us: float) -> float:
         """``us`` as a share of the window."""
         return us / self.window_us if self.window_us > 0 else 0.0
 
 
-def _launcher(trace: Trace, work: list[int]) -> int | None:
-    """The lane whose calls launched the most GPU work."""
+#: the leading idle time up to this long is the queue filling (the CPU's path to its first launch, profiled); beyond
+#: it, the CPU was doing other work first
+FILL_MAX_US = 2000.0
+#: a thread that launched at least this share of the GPU work is a launcher (autograd's backward thread, say, beside
+#: the main thread)
+LAUNCHER_SHARE = 0.05
+
+
+def _launchers(trace: Trace, work: list[int]) -> tuple[int, ...]:
+    """The lanes whose calls launched the GPU work, most launches first (those with a small share left out)."""
     counts: dict[int, int] = {}
     for i in trace.launchers(work):
         if i >= 0:
             counts[trace.lane[i]] = counts.get(trace.lane[i], 0) + 1
-    return max(counts, key=counts.__getitem__) if counts else None
+    n = sum(counts.values())
+    return tuple(sorted((ln for ln, k in counts.items() if k >= LAUNCHER_SHARE * n), key=lambda ln: -counts[ln]))
 
 
 def budget(trace: Trace) -> Budget:
@@ -132,15 +171,19 @@ def budget(trace: Trace) -> Budget:
         else:  # launched during the stretch, then waited long: the CPU's part, then the queue's
             cpu.append((a, called))
             queued.append((called, b))
-    lane = _launcher(trace, work)
+    filling = intersection(cpu, [(max(lo, busy[0][0] - FILL_MAX_US), busy[0][0])]) if busy else []
+    cpu = difference(cpu, filling)
+    lanes = _launchers(trace, work)
     cpu_work: Spans = []
     waits: Spans = []
-    if lane is not None:
-        on = [i for i in range(len(trace)) if trace.lane[i] == lane and not trace.is_gpu(i)]
-        everything = merged((trace.ts[i], trace.end_of(i)) for i in on)
-        calls = trace.indices((RUNTIME, DRIVER))
-        waits = clipped(merged((trace.ts[i], trace.end_of(i)) for i in calls
-                               if trace.lane[i] == lane and kk.is_synchronize(trace.name_of(i))), lo, hi)
-        cpu_work = difference(clipped(everything, lo, hi), waits)
-    got = trace.memo["budget"] = Budget(lo, hi, busy, cpu, queued, unlinked, after, lane, cpu_work, waits, late)
+    calls = trace.indices((RUNTIME, DRIVER))
+    for lane in lanes:  # each launcher's work less its own waits; a wait while another launcher works is no idle CPU
+        on = merged((trace.ts[i], trace.end_of(i)) for i in range(len(trace))
+                    if trace.lane[i] == lane and not trace.is_gpu(i))
+        own = merged((trace.ts[i], trace.end_of(i)) for i in calls
+                     if trace.lane[i] == lane and kk.is_synchronize(trace.name_of(i)))
+        cpu_work = merged(cpu_work + difference(clipped(on, lo, hi), own))
+        waits = merged(waits + clipped(own, lo, hi))
+    got = trace.memo["budget"] = Budget(lo, hi, busy, cpu, filling, queued, unlinked, after, lanes, cpu_work, waits,
+                                        late)
     return got
