@@ -20,7 +20,7 @@ from ..facts.text import nbytes, us
 from ..reader.spans import Spans, intersection, merged, total
 from ..reader.trace import ANNOTATION, CPU_OP, DRIVER, RUNTIME
 from .findings import Context, Finding, Rule, Severity
-from .ledger import Side, Speedup
+from .ledger import Gain, Side, Speedup
 from .rulebook import RuleId
 from .trace_rules import compile_tax, graph_phase
 
@@ -36,6 +36,8 @@ LONG_CALL_SHARE = 0.1
 #: 124 us of GPU time; the for-loop 2131 to 294 and 4880 to 870 us of CPU time, 358 to 124 and 696 to 263 us of GPU
 FUSED = {sf.FOREACH: (Speedup(2.1, 1.4, 3.2), Speedup(3.0, 2.0, 4.5)),
          sf.LOOP: (Speedup(6.4, 3.2, 9.6), Speedup(2.8, 1.9, 4.2))}
+#: the workers a single-process DataLoader's fix is assumed to add (the series' notebooks 14 and 16 use four)
+WORKERS_ASSUMED = 4
 #: the CPU's own work between launches, when a fix cuts it: halved as a point figure (how much a fusion, CUDA graphs or
 #: larger batches remove depends on the model), at best all of it
 OVERHEAD = Speedup(2.0, 1.25, float("inf"))
@@ -91,7 +93,12 @@ def _input_bound(c: Context) -> Finding | None:
     if x is None:
         return None
     where = "the recorded steps" if c.summary.steps else "the recorded window"
-    ev = [f"the DataLoader's __next__ took {us(x.loader_us)} of {where}"]
+    whole = sum(s.dur_us for s in c.summary.steps) if c.summary.steps else c.budget.window_us
+    spans = merged((s.start_us, s.start_us + s.dur_us) for s in x.spans)
+    idle = total(intersection(spans, c.budget.busy))
+    ev = [f"the DataLoader's __next__ took {us(x.loader_us)} of the {us(whole)} of {where}"
+          + (f" ({x.loader_us / whole:.0%}); the GPU was idle for {1 - idle / x.loader_us:.0%} of that time"
+             if whole > 0 and x.loader_us > 0 else "")]
     per = _per_step(x.spans)
     if per:
         ev.append("per step: " + per)
@@ -101,8 +108,11 @@ def _input_bound(c: Context) -> Finding | None:
         advice = ("prepare batches while the GPU trains: DataLoader(num_workers=N, persistent_workers=True) makes "
                   "them in other processes; make each sample cheaper (decode once, augment on the GPU); then check "
                   f"that the DataLoader span shrinks to a queue read ({DATALOADER_DOCS})")
-        speed, basis = Speedup.gone(low=2.0), ("the wait moves to worker processes, which prepare the next batches "
-                                               "while the GPU runs (at worst half of it stays)")
+        # N workers make batches N times as fast, ahead of the step: the loading hides behind the rest of the step
+        # once it is shorter (notebook 14's four workers: 94.1 to 37.1 ms; notebook 16's loop: 29.0 to 8.55 ms)
+        rates, basis = (4.0, 2.0, 8.0), (f"with {WORKERS_ASSUMED} workers (2 to 8 for the low and high ends) the batches "
+                                         "come that many times faster, prepared while the step runs: the step "
+                                         "becomes the longer of the rest of it and the loading so divided")
     else:
         if x.workers:
             ev.append("_MultiProcessingDataLoaderIter: workers already make the batches; the main process waits "
@@ -110,11 +120,20 @@ def _input_bound(c: Context) -> Finding | None:
         advice = ("the workers do not keep up: make each sample cheaper (decode once, smaller images, augment on the "
                   "GPU), add workers if the cores allow, or raise prefetch_factor; then check the DataLoader span "
                   f"shrinks to a queue read ({DATALOADER_DOCS})")
-        speed, basis = Speedup(2.0, 1.25, float("inf")), ("if the workers kept up twice as well (how much more "
-                                                          "workers or cheaper samples give depends on both)")
+        rates, basis = (2.0, 1.25, 4.0), ("if the workers kept up twice as well (how much more workers or cheaper "
+                                          "samples give depends on both; 1.25x to 4x for the ends): the step becomes "
+                                          "the longer of the rest of it and the loading so divided")
     f = Finding(RuleId.INPUT_BOUND, "Input-bound: the GPU waits for the DataLoader", Severity.ISSUE, ev, advice)
-    return c.claimed(f, "the GPU idle while the DataLoader ran", basis,
-                     cpu=merged((s.start_us, s.start_us + s.dur_us) for s in x.spans), cpu_speedup=speed)
+    got = c.claimed(f, "the GPU idle while the DataLoader ran", basis,
+                    cpu=merged((s.start_us, s.start_us + s.dur_us) for s in x.spans), cpu_speedup=Speedup.gone())
+    if got is not None and got.share is not None:
+        w = c.budget.window_us
+        rest = w * (1 - got.share)
+
+        def speed(n: float) -> float:
+            return w / max(rest, x.loader_us / n, 1e-9)
+        got.gain = Gain(speed(rates[0]), speed(rates[1]), speed(rates[2]), basis)
+    return got
 
 
 # --- torch.compile compiling (08) ------------------------------------------------------------------------------
@@ -133,7 +152,7 @@ def _recompiles(c: Context) -> Finding | None:
     f = Finding(RuleId.RECOMPILES, "Recompilation: a compiled frame was compiled again", Severity.ISSUE, ev,
                 "run with TORCH_LOGS=recompiles to see which guard failed: shapes, dtypes or devices that change "
                 "between calls; mark dynamic dimensions or keep them fixed")
-    if not spent.spans:  # recompiled, but not inside the window: nothing to size
+    if not spent.spans or not c.budget.busy:  # recompiled outside the window, or no GPU to idle: nothing to size
         return f
     return c.claimed(f, "compiling (torch.compile's compile spans)", "a frame compiled once is reused: its "
                      "compiling leaves the steady step", cpu=spent.spans, cpu_speedup=Speedup.gone(low=2.0))
@@ -162,13 +181,27 @@ def _cold_start(c: Context) -> Finding | None:
              if any(w in n for w in ("Malloc", "Attribute", "Occupancy", "GetDevice", "Module", "Library"))}
     if setup:
         ev.append("set-up calls inside it: " + ", ".join(f"{k} x {n}" for n, k in list(setup.items())[:4]))
-    f = Finding(RuleId.COLD_START, "Wide first step: one-time costs, of the program or of the profiler, in the "
-                "recording", Severity.ISSUE, ev,
-                "run a few untimed warm-up steps before profiling, or use schedule(wait=1, warmup=1, ...) so "
-                "start-up stays out of the recorded steps")
-    return c.claimed(f, "the GPU idle in the first step beyond the others' median",
-                     "the recording's, not the program's: one-time costs leave a recording made after warm-up "
-                     "(the steady steps do not get faster)",
+    title = "Wide first step: one-time costs, of the program or of the profiler, in the recording"
+    advice = ("run a few untimed warm-up steps before profiling, or use schedule(wait=1, warmup=1, ...) so "
+              "start-up stays out of the recorded steps")
+    basis = ("the recording's, not the program's: one-time costs leave a recording made after warm-up (the steady "
+             "steps do not get faster)")
+    x = loading(c)
+    if x is not None:
+        waited = sum(s.dur_us for s in x.spans if s.step == first.name)
+        later = [s.dur_us for s in x.spans if s.step is not None and s.step != first.name]
+        usual = statistics.median(later) if later else 0.0
+        if waited - usual >= 0.5 * (first.dur_us - rest):  # the extra time is the DataLoader's: not start-up
+            ev.append(f"the DataLoader's __next__ took {us(waited)} of it, against {us(usual)} (median) in later "
+                      "steps: most of the extra time went to waiting for a batch")
+            title = "Wide first step: a wait for data"
+            advice = ("the extra time was a wait for data, not start-up; one hypothesis: worker processes had "
+                      "drained the batches they prepared ahead (num_workers x prefetch_factor); a longer recording "
+                      "tells whether the wait comes back")
+            basis = "if the first batch came as fast as the later ones (a longer recording tells whether it does)"
+    f = Finding(RuleId.COLD_START, title, Severity.ISSUE, ev, advice)
+    # claimed before the DataLoader's steady wait (RULES' order): the first step's extra is its own finding
+    return c.claimed(f, "the GPU idle in the first step beyond the others' median", basis,
                      cpu=[(first.start_us, first.end_us)], cpu_at_most_us=first.dur_us - rest,
                      cpu_speedup=Speedup.gone(), gain_of="the recording")
 
@@ -261,8 +294,11 @@ def _hidden_sync(c: Context) -> Finding | None:
     f = Finding(RuleId.HIDDEN_SYNC, f"Hidden synchronizations: the CPU waits for the GPU{where}", Severity.ISSUE, ev,
                 "; ".join(tips))
     return c.claimed(f, "the GPU idle in and after the waits, waiting for the CPU",
-                     "without the waits the CPU launches the next work sooner, by up to each wait's length",
-                     cpu=merged(sp for s in found for sp in _wait_spans(s)), cpu_speedup=Speedup.gone(low=2.0))
+                     "without the waits the CPU launches the next work sooner, by up to each wait's length"
+                     + ("; where the CPU sets the pace, the waits themselves leave the step too" if c.budget.cpu_paced
+                        else ""),
+                     cpu=merged(sp for s in found for sp in _wait_spans(s)), cpu_speedup=Speedup.gone(low=2.0),
+                     wait=merged((s.start_us, s.start_us + s.dur_us) for s in found))
 
 
 # --- the optimizer (12) ----------------------------------------------------------------------------------------
@@ -331,8 +367,8 @@ def _cpu_bound(c: Context) -> Finding | None:
     if not left or b.window_us <= 0:
         return None
     gaps = [e - s for s, e in b.waiting_for_cpu]
-    ev = [f"the GPU waited for the CPU {us(b.waiting_for_cpu_us)} of the {us(b.window_us)} window "
-          f"({b.share(b.waiting_for_cpu_us):.0%}) in {len(gaps):,} gaps"
+    ev = [f"the GPU waited for the CPU {us(b.waiting_for_cpu_us)} of the {us(b.window_us)} window in all "
+          f"({b.share(b.waiting_for_cpu_us):.0%}), in {len(gaps):,} gaps"
           + (f" ({sum(1 for g in gaps if 100 <= g < 1000):,} of them 0.1 to 1 ms)" if len(gaps) > 20 else ""),
           f"the GPU ran work {us(b.busy_us)} ({b.share(b.busy_us):.0%})"
           + (f"; it idled {us(b.queued_us)} more with its next work already launched (not the CPU's)"
@@ -372,5 +408,5 @@ def _cpu_bound(c: Context) -> Finding | None:
 
 
 #: in the order they claim the GPU's idle time: the most specific cause first, the rest last
-RULES: list[Rule] = [_input_bound, _recompiles, _cold_start, _long_call, _hidden_sync, _unfused_optimizer,
+RULES: list[Rule] = [_cold_start, _input_bound, _recompiles, _long_call, _hidden_sync, _unfused_optimizer,
                      compile_tax, _cpu_bound]

@@ -13,7 +13,7 @@ from . import rulebook
 from .ledger import Gain, Ledger, Side, Speedup
 from .rulebook import RuleId
 from ..facts.budget import Budget, budget
-from ..reader.spans import Spans, total
+from ..reader.spans import Spans, difference, intersection, merged, total
 from ..reader.trace import Trace
 
 
@@ -30,12 +30,10 @@ NOTE_BELOW = 0.05
 NOTE_BELOW_GAIN = 1.05
 #: a GPU-bound run whose GPU still idles this share of the window gets a word on it
 IDLE_NOTE = 0.25
-#: a cause of GPU idle time (input, hidden syncs, the compile tax, recompiling, a cold start) that accounts for at
-#: least this share of the CPU-bound finding's idle time is named before it: it says where the idle time goes
-CAUSE_SHARE = 0.5
-#: the rules whose time is part of the GPU's idle time in a CPU-bound run (recompiles: sized by the compile spans,
-#: during which the CPU launches nothing)
-CAUSES_OF_IDLE = (RuleId.INPUT_BOUND, RuleId.HIDDEN_SYNC, RuleId.COMPILE_TAX, RuleId.RECOMPILES, RuleId.COLD_START)
+#: the rules that name a cause of the GPU's wait for the CPU (helpers.advice.cpu_rules claims their time before the
+#: remainder, cpu-bound or tiny-kernels)
+CAUSES_OF_IDLE = (RuleId.INPUT_BOUND, RuleId.HIDDEN_SYNC, RuleId.COMPILE_TAX, RuleId.RECOMPILES, RuleId.COLD_START,
+                  RuleId.LONG_CALL, RuleId.UNFUSED_OPTIMIZER)
 #: the rules about the GPU's own work: they matter once the GPU sets the pace
 GPU_SIDE = (RuleId.FP32_GEMM, RuleId.KERNEL_VARIANCE, RuleId.ADDMM_BIAS_COPY)
 
@@ -139,19 +137,25 @@ class Context:
 
     def claimed(self, f: "Finding", of: str, basis: str = "", *, cpu: Spans | None = None,
                 cpu_speedup: Speedup | None = None, gpu: Spans | None = None, gpu_speedup: Speedup | None = None,
-                cpu_at_most_us: float | None = None, gain_of: str = "the step") -> "Finding | None":
+                cpu_at_most_us: float | None = None, gain_of: str = "the step",
+                wait: Spans | None = None) -> "Finding | None":
         """``f`` sized by the time it claims on the ledger (``cpu``: GPU idle time waiting for the CPU; ``gpu``:
-        GPU busy time), with the gain its fix should bring (an issue's); None when it claims nothing a rule before
-        it has not (the time is explained already)."""
+        GPU busy time), with the gain its fix should bring (an issue's; ``wait``: the CPU's waits for the GPU the fix
+        removes too, where the GPU was busy); None when it claims nothing a rule before it has not (the time is
+        explained already)."""
         got_cpu = self.ledger.claim(Side.CPU, cpu, cpu_at_most_us) if cpu else []
         got_gpu = self.ledger.claim(Side.GPU, gpu) if gpu else []
         us = total(got_cpu) + total(got_gpu)
-        if us <= 0:
+        # the waits that overlap the GPU's busy time (their idle part is in got_cpu already), not its collectives: a
+        # wait for a collective is a wait for the other ranks, which no sync removed would shorten
+        waited = total(difference(intersection(merged(wait), self.budget.busy), list(self.budget.collectives))) \
+            if wait else 0.0
+        if us <= 0 and waited <= 0:
             return None
         f.size(us, self.budget.window_us, of, self.base)
         if f.severity == Severity.ISSUE and (cpu_speedup or gpu_speedup):
             f.gain = self.ledger.gain(basis, of=gain_of, cpu_us=total(got_cpu), cpu=cpu_speedup, gpu_us=total(got_gpu),
-                                      gpu=gpu_speedup)
+                                      gpu=gpu_speedup, wait_us=waited if self.budget.cpu_paced else 0.0)
         return f
 
 

@@ -111,6 +111,11 @@ def _pageable_copies(c: Context) -> Finding | None:
     pinned = [x for x in copies if x.memory == "pinned" and x.gb_per_s is not None]
     for x in pinned:
         ev.append(f"against {x.count} x {x.name} in the same trace: {x.gb_per_s:.1f} GB/s")
+    from .cpu_rules import syncs  # the copies that made the CPU wait (hidden-sync claims their idle time)
+    waits = [s for s in syncs(c) if s.copy and "Pageable -> Device" in s.copy]
+    if waits:
+        ev.append(f"{len(waits)} of them made the CPU wait ({' + '.join(waits[0].calls)} under "
+                  f"{waits[0].cause_op or waits[0].op}): their idle time is hidden-sync's")
     rates = [x.gb_per_s for x in pageable if x.gb_per_s]
     ratio = (max(x.gb_per_s for x in pinned) / statistics.median(rates)) if pinned and rates else PINNED_MEASURED
     names = {x.name for x in pageable}
@@ -267,7 +272,7 @@ def _gpu_bound(c: Context) -> Finding | None:
     """What no pattern claimed of the GPU's busy time, where the GPU sets the pace (its work outlasts the CPU's)."""
     b, t = c.budget, c.trace
     # collectives are the rank rules' (communication-bound, low-overlap): not the kernels' own work
-    comm = _spans(t, [j for j in facts.gpu_work(t) if kk.classify(t.name_of(j)) == kk.COLLECTIVE])
+    comm = list(b.collectives)
     left = difference(c.ledger.left(Side.GPU), comm) if comm else c.ledger.left(Side.GPU)
     if not left or b.cpu_paced:
         return None

@@ -76,6 +76,7 @@ class Budget:
     cpu_work: Spans  # the launchers' time inside events, less their waits for the GPU
     cpu_waits: Spans  # the launchers' calls that wait for the GPU (synchronizes)
     late_us: float  # the launch latency up to which work counts as launched just in time
+    collectives: Spans = ()  # the GPU's collective kernels (NCCL/RCCL): busy waiting for other ranks as well
 
     @property
     def launcher(self) -> int | None:
@@ -184,6 +185,8 @@ def budget(trace: Trace) -> Budget:
                      if trace.lane[i] == lane and kk.is_synchronize(trace.name_of(i)))
         cpu_work = merged(cpu_work + difference(clipped(on, lo, hi), own))
         waits = merged(waits + clipped(own, lo, hi))
+    comm = clipped(merged((trace.ts[j], trace.end_of(j)) for j in work
+                          if kk.classify(trace.name_of(j)) == kk.COLLECTIVE), lo, hi)
     got = trace.memo["budget"] = Budget(lo, hi, busy, cpu, filling, queued, unlinked, after, lanes, cpu_work, waits,
-                                        late)
+                                        late, comm)
     return got
