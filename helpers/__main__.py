@@ -119,7 +119,7 @@ def _diagnose(a: argparse.Namespace) -> int:
     else:
         found = diagnose(_read(a.trace))
     if a.json:
-        _print_json([asdict(f) for f in found])
+        _print_json([f.to_json() for f in found])
     else:
         print(text(found))
     return 0

@@ -14,7 +14,8 @@ import pytest
 from conftest import EXTERNAL, H200, ROOT, diagnosed
 from helpers import facts
 from helpers.advice.diagnose import diagnose, first_line, text
-from helpers.advice.findings import CAUSES_OF_IDLE, GPU_SIDE, NOTE_BELOW, Severity
+from helpers.advice.findings import NOTE_BELOW_GAIN, Severity
+from helpers.advice.trace_rules import IN_COLLECTIVES_SHARE
 from helpers.advice.distributed import diagnose_ranks
 from helpers.facts.ranks import read_ranks
 from helpers.runs.slow_loop import FIXES, slow_loop
@@ -22,6 +23,8 @@ from helpers.reader.trace import read_trace
 
 SMALL_OPS = "tiny work per launch: the GPU idles between launches"
 GEMM = "large GEMMs keep the GPU busy; the CPU runs ahead"
+BALANCED = ("the CPU's own work (as profiled) a little longer than the kernels, from the first kernel on: the GPU waits "
+            "for the CPU between calls, and no cause is named")
 FP32 = "GPU-bound and most of its GPU time in float32 GEMMs on the CUDA cores: TF32 or 16-bit is the first lever"
 
 #: reference trace -> (the rule to look at first, why)
@@ -32,21 +35,23 @@ REFERENCE = {
     "64x64_bf16_warm_eager": ("cpu-bound", SMALL_OPS),
     "8x64_bf16_warm_eager": ("cpu-bound", SMALL_OPS),
     "linear1024x32x64_bf16_warm_eager": ("cpu-bound", SMALL_OPS),
-    "block8x256x512_bf16_warm_eager": ("cpu-bound", SMALL_OPS),
+    "block8x256x512_bf16_warm_eager": ("tiny-kernels", "a small block's kernels are shorter than their launches"),
     "block32x256x512_bf16_warm_eager": ("cpu-bound", SMALL_OPS),
     "attn-sdpa-auto1024_bf16_warm_eager": ("cpu-bound", "one fused kernel per call, shorter than the call's CPU side"),
     "attn-sdpa-cudnn1024_bf16_warm_eager": ("cpu-bound", "one fused kernel per call, shorter than the call's CPU side"),
     **{k: ("gpu-bound", GEMM) for k in ("4096_bf16_cold_eager", "4096_bf16_warm_eager", "8192_bf16_warm_eager",
                                         "4096b1d_bf16_warm_eager", "addmm4096_bf16_warm_eager",
-                                        "4096_bf16_warm_compile", "4096b1d_bf16_warm_compile")},
+                                        "4096b1d_bf16_warm_compile")},
+    **{k: ("cpu-bound", BALANCED) for k in ("4096_bf16_warm_compile", "attn-sdpa-flash1024_bf16_warm_eager",
+                                            "mlp64x128x768x3072_bf16_warm_compile")},
     **{k: ("gpu-bound", "attention kernels keep the GPU busy")
        for k in ("attn-inplace1024_bf16_warm_eager", "attn-naive1024_bf16_warm_eager",
                  "attn-naive2048_bf16_warm_eager", "attn-sdpa-cudnn2048_bf16_warm_eager",
                  "attn-sdpa-efficient1024_bf16_warm_eager", "attn-sdpa-efficient2048_bf16_warm_eager",
-                 "attn-sdpa-flash1024_bf16_warm_eager", "attn-sdpa-flash2048_bf16_warm_eager")},
+                 "attn-sdpa-flash2048_bf16_warm_eager")},
     **{k: ("gpu-bound", "the MLP's GEMMs keep the GPU busy")
        for k in ("mlp64x128x768x3072_bf16_warm_eager", "mlp128x128x768x3072_bf16_warm_eager",
-                 "mlp64x128x768x3072_bf16_warm_compile", "mlp128x128x768x3072_bf16_warm_compile")},
+                 "mlp128x128x768x3072_bf16_warm_compile")},
     "attn-sdpa-math1024_bf16_warm_eager": ("fp32-gemm", "the math backend's GEMMs run on the CUDA cores"),
     "4096_bf16_cold_eager_s0-0-20": ("cold-start", "a cold process recorded from its first call: start-up dominates"),
     "64_bf16_cold_eager_s0-0-20": ("cold-start", "a cold process recorded from its first call: start-up dominates"),
@@ -59,17 +64,27 @@ REFERENCE = {
     "block32x256x512_bf16_warm_compile": ("compile-tax", "the compiled call's CPU side is the step"),
     **{f"{slow_loop(f).stem}_bf16_warm_eager": ("input-bound", "the main process makes each batch while the GPU waits")
        for f in [(), ("sync",), ("constant",), ("fused",), ("tf32",)]},
+    # Four workers hand over batches prepared ahead; then the optimizer, unfused, is most of the CPU's step (fused=True
+    # takes it from 27 to 12 ms unprofiled, notebook 16), then the step's many tiny kernels, then its CPU side alone.
     **{f"{slow_loop(FIXES[:n]).stem}_bf16_warm_eager": (
-        "cpu-bound", "four workers hand over batches prepared ahead; the CPU side of each step, its Python stack "
-                     "recorded, is longer than its GPU work") for n in range(1, len(FIXES) + 1)},
+        "unfused-optimizer", "the foreach AdamW's CPU time is most of the step once the loader keeps up")
+       for n in range(1, FIXES.index("fused") + 1)},
+    f"{slow_loop(FIXES[:FIXES.index('fused') + 1]).stem}_bf16_warm_eager": (
+        "tiny-kernels", "the fused optimizer leaves the step's many small kernels, shorter than their launches"),
+    **{f"{slow_loop(FIXES[:n]).stem}_bf16_warm_eager": (
+        "cpu-bound", "the CPU side of each step, its Python stack recorded, is longer than its GPU work")
+       for n in range(FIXES.index("fused") + 2, len(FIXES) + 1)},
     **{k: ("input-bound", "the main process makes each batch while the GPU waits")
        for k in ("input-w0_bf16_warm_eager", "input-w0-pin-nb_bf16_warm_eager", "input-w4-pin-nb_bf16_warm_eager")},
-    # Notebook 12's steps at batch 512: the GPU idles a third or more of the window, so faster GEMMs (TF32) do not
-    # shorten the step until the CPU side is fixed (12 measures it); the fp32 GEMMs come after the verdict.
+    # Notebook 12's steps at batch 512: the CPU's own work is the whole window, so faster GEMMs (TF32) do not shorten
+    # the step (12 measures it: fp32 and TF32 alike); the for-loop optimizer is most of the CPU's time, autocast's and
+    # the syncing step's many small kernels outlast their launches.
     **{k: ("cpu-bound", "small training step: the GPU waits for the CPU; fp32 GEMMs matter only after")
        for k in ("train-fp32-foreach_bf16_warm_eager", "train-fp32-fused_bf16_warm_eager",
-                 "train-fp32-loop_bf16_warm_eager", "train-tf32-foreach_bf16_warm_eager",
-                 "train-amp-foreach_bf16_warm_eager", "train-fp32-foreach-syncs_bf16_warm_eager")},
+                 "train-tf32-foreach_bf16_warm_eager")},
+    "train-fp32-loop_bf16_warm_eager": ("unfused-optimizer", "the for-loop AdamW: a few ops per parameter on the CPU"),
+    **{k: ("tiny-kernels", "autocast's casts and the syncs' small ops: kernels shorter than their launches")
+       for k in ("train-amp-foreach_bf16_warm_eager", "train-fp32-foreach-syncs_bf16_warm_eager")},
     "train-fp32-foreach-mem-b4096_bf16_warm_eager": ("fp32-gemm", FP32),
     "train-fp32-foreach-mem-ckpt-b4096_bf16_warm_eager": ("fp32-gemm", FP32),
 }
@@ -90,7 +105,7 @@ EXAM = ROOT / "traces" / "exam" / "nvidia-h200"
 EXAM_FIRST = {
     "exam-1": ("gpu-bound", "an unfused elementwise chain over 2^28 bf16 elements: busy GPU, memory-bound kernels"),
     "exam-2": ("input-bound", "a single-process DataLoader builds each batch from text while the GPU waits"),
-    "exam-3": ("cpu-bound", "a hand-written norm and gate on a tiny batch: dozens of tiny kernels per step"),
+    "exam-3": ("tiny-kernels", "a hand-written norm and gate on a tiny batch: dozens of tiny kernels per step"),
     "exam-4": ("memory-spike", "pairwise distances by broadcasting: two temporaries of half the peak each"),
     "exam-5": ("hidden-sync", "an .item() every step, then Python bookkeeping while the GPU idles"),
     "exam-6": ("gpu-bound", "a wide MLP's bf16 GEMMs near the tensor cores' peak"),
@@ -111,14 +126,38 @@ FOLDERS = {
 #: HTA's test traces -> (first rule, why); None: no rule applies
 EXTERNAL_FIRST = {
     "hta_amd_trace_mi250_minitoy_train_ROCm6_2_kineto.json.gz": ("cpu-bound", "a toy model: the GPU idles"),
-    "hta_call_stack_backward_thread.json": ("cpu-bound", "a CPU-side call-stack sample with little GPU work"),
+    "hta_call_stack_backward_thread.json": ("cpu-bound", "a CPU-side call-stack sample: the GPU idles 80% for the CPU"),
     "hta_cpu_only_rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz": (None, "no GPU work: nothing to rank"),
     "hta_critical_path_alexnet_benchmark_result_2869224_1695835535_trace.json.gz":
-        ("cpu-bound", "AlexNet at a small batch: the GPU idles most of the window"),
-    "hta_nccl_parser_config_nccl_data.json.gz": ("cpu-bound", "the GPU idles most of the window"),
+        ("long-call", "one 29.9 s call before the first kernel (the CUDA context's set-up) holds 69% of the window"),
+    "hta_cupti_profiler_benchmark_result_924719_1679055439_trace.json.gz":
+        ("not-recorded", "launch calls but no GPU activity: recorded without it"),
+    "hta_nccl_parser_config_nccl_data.json.gz":
+        ("tiny-kernels", "3,774 kernels of median 5.7 us, shorter than their 9.2 us launches: the GPU idles in between"),
     "hta_trace_diff_control_control.json.gz": ("low-overlap", "a busy GPU whose collectives run with nothing beside"),
-    "hta_trace_filter/sampled_rank-0.json.gz": ("inside-collectives", "most of its GPU time is in NCCL"),
-    "hta_trace_filter/sampled_rank-1.json.gz": ("inside-collectives", "most of its GPU time is in NCCL"),
+    "hta_triton_example_triton_example.json.gz": ("compile-tax", "a compiled Triton call; its CPU side outlasts it"),
+    # a sampled trace (HTA's filter test): collectives alone and the CPU's gaps are each about an eighth of the window,
+    # within each other's noise
+    **{f"hta_trace_filter/sampled_rank-{r}.json.gz": (("communication-bound", "cpu-bound"), "a sampled trace: "
+       "collectives with nothing beside them and the GPU's wait for the CPU, each about 12% of the window")
+       for r in (0, 1)},
+    "tracelens_h100_owlv2.json.gz": ("input-bound", "the DataLoader's __next__ holds half the window, its syncs inside"),
+    "tracelens_vllm_piecewise_graph_execution.json.gz": (("gpu-bound", "gpu-behind"), "graph replays queued by 26 ms, "
+                                                         "the GPU starting at 151 ms, then busy to the end"),
+    "tracelens_xdit_sd35_rank0.json.gz": ("cpu-bound", "thousands of short gaps between kernels: the GPU waits for "
+                                                       "the CPU in pieces"),
+    **{f"param_dlrm_8rank/{w}": (rule, why) for w, (rule, why) in {
+        "worker0_step_12.1694128201545.pt.trace.json.gz": ("communication-bound", "all-to-alls with nothing beside"),
+        "worker1_step_12.1694128201556.pt.trace.json.gz": ("inside-collectives", "over half its window in collectives"),
+        "worker2_step_12.1694128201554.pt.trace.json.gz": ("tiny-kernels", "small kernels, the GPU idle in between"),
+        "worker3_step_12.1694128201557.pt.trace.json.gz": ("inside-collectives", "half its window in collectives"),
+        "worker4_step_12.1694128201547.pt.trace.json.gz": (("communication-bound", "tiny-kernels"),
+                                                           "collectives alone and tiny kernels, 36% each"),
+        "worker5_step_12.1694128201549.pt.trace.json.gz": ("tiny-kernels", "small kernels, the GPU idle in between"),
+        "worker6_step_12.1694128201553.pt.trace.json.gz": ("tiny-kernels", "small kernels, the GPU idle in between"),
+        "worker7_step_12.1694128201553.pt.trace.json.gz": ("tiny-kernels", "the straggler: its GPU 79% idle, its "
+                                                           "collectives 1.75 ms of 12.56 ms; not inside them"),
+    }.items()},
 }
 
 
@@ -170,7 +209,8 @@ def test_the_first_finding_on_htas_traces(name):
         pytest.skip("../shared/external-traces is absent: these traces are not part of the repository")
     rule, why = EXTERNAL_FIRST[name]
     got = found(str(EXTERNAL / name))
-    assert (got[0].rule if got else None) == rule, f"{name}: expected {rule} ({why}); got {[f.rule for f in got]}"
+    ok = rule if isinstance(rule, tuple) else (rule,)  # two readings within each other's noise: either is right
+    assert (got[0].rule if got else None) in ok, f"{name}: expected {rule} ({why}); got {[f.rule for f in got]}"
 
 
 @pytest.mark.parametrize("folder", sorted(FOLDERS))
@@ -190,36 +230,48 @@ def _all_single() -> list[str]:
     return paths
 
 
-def test_findings_are_ranked_by_what_they_account_for():
-    """Issues before notes; among sized issues, larger shares first, except the two reasoned moves: a cause of the
-    GPU's idle time before the CPU-bound finding, and GPU-side findings after it."""
+def test_findings_are_ranked_by_the_gain_of_their_fix():
+    """Issues before notes; issues by the gain their fix should bring (those that cannot say after them), notes by
+    their share; no issue's fix gains under NOTE_BELOW_GAIN (it would be a note)."""
     for path in _all_single():
         got = found(path)
         sev = [f.severity for f in got]
         assert sev == sorted(sev, key=lambda s: s != Severity.ISSUE), path
+        issues = [f for f in got if f.severity == Severity.ISSUE]
+        gains = [f.gain.speedup for f in issues if f.gain is not None]
+        assert gains == sorted(gains, reverse=True), path
+        assert all(f.gain is not None for f in issues[:len(gains)]), path  # those that can say come first
+        assert all(g >= NOTE_BELOW_GAIN for g in gains), path
+        notes = [f.share for f in got if f.severity == Severity.NOTE and f.share is not None]
+        assert notes == sorted(notes, reverse=True), path
         for f in got:
-            if f.severity == Severity.ISSUE and f.share is not None:
-                assert f.share >= NOTE_BELOW, (path, f.rule)  # a small issue is a note
             if f.share is not None:
                 assert 0.0 <= f.share <= 1.0 and f.base and f.amount.startswith(f"{f.share:.0%} of ")
-        sized = [f for f in got if f.severity == Severity.ISSUE and f.share is not None
-                 and f.rule not in CAUSES_OF_IDLE + GPU_SIDE + ("cpu-bound",)]
-        assert [f.share for f in sized] == sorted((f.share for f in sized), reverse=True), path
-        rules = [f.rule for f in got]
-        if "cpu-bound" in rules:
-            assert all(rules.index(r) > rules.index("cpu-bound") for r in GPU_SIDE if r in rules), path
+            if f.gain is not None:
+                assert f.gain.low <= f.gain.speedup <= f.gain.high and f.gain.basis, (path, f.rule)
 
 
-def test_no_rank_mostly_inside_collectives_gets_a_cpu_or_gpu_verdict():
+def test_the_shares_of_one_trace_add_up_to_at_most_the_window():
+    """Each microsecond of the GPU's timeline is claimed by one finding at most (fault 2: the H100 trace's hidden
+    syncs lay inside the DataLoader spans input-bound claims, and both were counted)."""
+    for path in _all_single():
+        got = [f for f in found(path) if f.share is not None and f.base == "the recorded window"]
+        assert sum(f.share for f in got) <= 1.0 + 1e-6, (path, [(f.rule, round(f.share, 3)) for f in got])
+
+
+def test_a_rank_inside_its_collectives_gets_no_cpu_or_gpu_verdict_and_one_that_is_not_is_not_called_so():
+    """Inside collectives means collectives hold half the window or more, not half of a mostly idle GPU's busy time
+    (fault 7: the DLRM straggler's GPU is 79% idle, its collectives 1.75 ms of a 12.56 ms window)."""
     checked = 0
     for path in _all_single():
         t = read_trace(path)
         b = facts.balance(t)
-        if b.collective_us and b.gpu_busy_us and b.collective_us >= facts.COLLECTIVE_SHARE * b.gpu_busy_us:
+        rules = {f.rule for f in found(path)}
+        inside = b.collective_us >= IN_COLLECTIVES_SHARE * b.window_us > 0 and b.verdict == facts.IN_COLLECTIVES
+        assert ("inside-collectives" in rules) == inside, path
+        if inside:
             checked += 1
-            rules = {f.rule for f in found(path)}
-            assert b.verdict == facts.IN_COLLECTIVES and not rules & {"cpu-bound", "gpu-bound"}, path
-            assert "inside-collectives" in rules
+            assert not rules & {"cpu-bound", "gpu-bound", "tiny-kernels"}, path
     assert checked >= 1  # the H200 straggler pair's rank 0 is one
 
 
@@ -227,9 +279,10 @@ def test_the_first_line_names_the_one_thing_to_look_at_first():
     got = found(str(H200 / "input-w0_bf16_warm_eager.json"))
     line = first_line(got)
     assert line.startswith("Look first at: Input-bound") and f"{got[0].share:.0%} of the recorded window" in line
+    assert f"should make the step about {got[0].gain.speedup:.2g}x faster" in line
     assert text(got).splitlines()[0] == line
-    # the input-bound trace's other issues are notes: each accounts for under NOTE_BELOW of the window
-    assert [f.rule for f in got if f.severity == Severity.ISSUE] == ["input-bound", "cpu-bound"]
+    # the input-bound trace's other findings are notes: each fix gains under 5% once the DataLoader's time is claimed
+    assert [f.rule for f in got if f.severity == Severity.ISSUE] == ["input-bound"]
     assert all(f.severity == Severity.NOTE for f in got
                if f.rule in ("tiny-kernels", "unfused-optimizer", "hidden-sync"))
 

@@ -42,7 +42,8 @@ def fired(found, rule):
 def test_hidden_sync_names_the_ops_that_waited(found):
     assert fired(found, "hidden-sync") == {tag("train-fp32-foreach-syncs"), tag("input-w0")}
     f = found[tag("train-fp32-foreach-syncs")]["hidden-sync"]
-    assert f.severity == Severity.ISSUE and f.notebook == "12"
+    # a note: under the profiler the CPU is slow enough that the GPU's queue is short at each wait (255 us in all)
+    assert f.notebook == "12" and f.gain is not None and f.gain.speedup < 1.1
     assert f.evidence[0].startswith("12 waits for the GPU inside the recorded steps (in 3 of 3 steps)")
     text = "\n".join(f.evidence)
     for op in ("aten::_local_scalar_dense", "aten::is_nonzero", "aten::nonzero", "aten::_to_copy"):
@@ -61,12 +62,11 @@ def test_input_bound_and_what_overhead_bound_says_then(found):
     assert f.notebook == "14" and f"({share:.0%})" in f.evidence[0] and "idle for 100%" in f.evidence[0]
     assert any("num_workers=0" in e for e in f.evidence) and "num_workers" in f.next
     for name in fired(found, "input-bound"):
-        over = found[name]["cpu-bound"]
-        assert "keep Python out of the hot loop" not in over.next and "input-bound" in over.next
-        assert any("DataLoader" in e for e in over.evidence)
-        # input-bound is said first
-        order = [x.rule for x in diagnose(read_trace(ROOT / "traces/reference/nvidia-h200" / f"{name}.json"))]
-        assert order.index("input-bound") < order.index("cpu-bound")
+        got = diagnose(read_trace(ROOT / "traces/reference/nvidia-h200" / f"{name}.json"))
+        assert got[0].rule == "input-bound" and got[0].gain.speedup > 2  # said first, with the gain of workers
+        # what the CPU side says after it is only the time the DataLoader does not explain
+        rest = [x for x in got if x.rule in ("cpu-bound", "tiny-kernels")]
+        assert all(x.share < got[0].share and any("no finding above explains" in e for e in x.evidence) for x in rest)
 
 
 def test_overhead_bound_keeps_its_advice_without_a_dataloader(h200):
@@ -111,7 +111,7 @@ def test_pageable_copies(found, h200):
     f = found[tag("input-w0")]["pageable-copies"]
     (c,) = sf.h2d_copies(read_trace(h200 / f"{tag('input-w0')}.json"))
     assert f.evidence[0] == f"{c.count} x {c.name}: {nbytes(c.bytes)} in {us(c.total_us)} on the GPU, {c.gb_per_s:.1f} GB/s"
-    assert "6 of them made the CPU wait" in f.evidence[-1]
+    assert "6 of them made the CPU wait" in f.evidence[-1] and "hidden-sync's" in f.evidence[-1]
     assert "pin_memory=True" in f.next and "non_blocking=True" in f.next
 
 
@@ -160,7 +160,7 @@ def test_the_cheat_sheet_lists_every_rule():
         row = next((ln for ln in sheet.splitlines() if f"`{rule}`" in ln), None)
         assert row is not None, rule
         assert re.search(r"\[1[234]\]\(\.\./notebooks/1[234]_", row), row  # the notebook that teaches it
-    assert len(RULES) == 16
+    assert len(RULES) == 22
     for rule in ("cpu-bound", "gpu-bound", "inside-collectives", "communication-bound", "straggler", "low-overlap"):
         assert f"`{rule}`" in sheet, rule
 
@@ -169,9 +169,14 @@ def test_findings_through_the_command_line(h200):
     out = cli("diagnose", h200 / f"{tag('input-w0')}.json", "--json")
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout, parse_constant=lambda w: pytest.fail(f"{w} in strict JSON"))
-    assert {"input-bound", "pageable-copies", "hidden-sync", "cpu-bound"} <= {f["rule"] for f in got}
+    assert {"input-bound", "pageable-copies", "hidden-sync"} <= {f["rule"] for f in got}
+    first = got[0]  # the gain its fix should bring, in strict JSON
+    assert first["rule"] == "input-bound" and first["expected_speedup"] > 2 and first["basis"]
+    low, high = first["expected_speedup_range"]
+    assert low <= first["expected_speedup"] <= high
+    assert all(f["expected_speedup"] is None for f in got if f["severity"] == "note" and f["rule"] == "gpu-bound")
     text = cli("diagnose", h200 / f"{tag('train-fp32-foreach-syncs')}.json").stdout
-    assert "[issue] Hidden synchronizations" in text and "aten::is_nonzero under 'bookkeeping'" in text
+    assert "Hidden synchronizations" in text and "aten::is_nonzero under 'bookkeeping'" in text
 
 
 def test_every_external_trace_gives_findings_with_evidence(external):

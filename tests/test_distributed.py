@@ -178,16 +178,22 @@ def test_pair_on_the_command_line(pair):
     assert {"rank", "collective_us", "overlap_pct", "verdict", "compute_us", "gpu_busy_us", "idle_pct",
             "exposed_us"} <= set(out["ranks"][0])
     found = json.loads(cli("diagnose", pair, "--json").stdout)
-    assert {f["rule"] for f in found} == {"communication-bound", "low-overlap", "straggler"}
+    # both ranks' exposed collective time is communication-bound's: low-overlap would claim it again
+    assert {f["rule"] for f in found} == {"communication-bound", "straggler"}
     text = cli("diagnose", pair).stdout
     assert "Straggler: the other ranks wait for rank 1" in text
 
 
 def test_one_rank_trace_gets_the_rank_rules(pair):
+    # its collectives are most of its GPU's busy time but a sixth of its window: not inside them (fault 7's reading)
     rules = {f.rule: f for f in diagnose(read_trace(pair / "sampled_rank-1.json.gz"))}
-    assert "inside-collectives" in rules and not {"cpu-bound", "gpu-bound", "communication-bound"} & set(rules)
-    f = rules["inside-collectives"]
-    assert f.evidence[0].startswith("379.05 ms of the GPU's") and "diagnose the folder" in f.next
+    assert "inside-collectives" not in rules and "communication-bound" in rules and "low-overlap" not in rules
+    dlrm = pair.parent / "param_dlrm_8rank"
+    if dlrm.is_dir():  # the DLRM job's rank 1: over half its window in collectives
+        rules = {f.rule: f for f in diagnose(read_trace(next(dlrm.glob("worker1_*"))))}
+        f = rules["inside-collectives"]
+        assert not {"cpu-bound", "gpu-bound", "communication-bound", "low-overlap"} & set(rules)
+        assert " window is in collectives (" in f.evidence[0] and "diagnose the folder" in f.next
 
 
 # --- the project's own recordings (two H200s) ----------------------------------------------------------

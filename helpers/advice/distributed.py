@@ -17,6 +17,7 @@ from ..facts.collectives import COMMUNICATION_BOUND, RankRow, Straggler, rank_fa
 from ..facts.ranks import Ranks
 from ..facts.text import us
 from .findings import NOTE_BELOW, Context, Finding, Severity, rank
+from .ledger import Speedup, amdahl
 from .rulebook import RuleId
 
 
@@ -36,6 +37,8 @@ def _finding(*args: Any) -> Finding:
 
 
 _RANK_WINDOW = "the rank's recorded window"
+#: collective time with nothing beside it, when a fix hides it: half of it as a point figure, at best all
+OVERLAP = Speedup(2.0, 1.25, float("inf"))
 
 
 def _communication_bound(rows: list[RankRow], folder: bool = True,
@@ -53,7 +56,9 @@ def _communication_bound(rows: list[RankRow], folder: bool = True,
     remains = {x.rank: max(x.exposed_us - (x.wait_us or 0.0), 0.0) for x in bound}
     if named:
         ev += [f"{_who(x)}: {us(x.wait_us or 0.0)} of it is waiting for rank {straggler.rank} (see straggler); "
-               f"{us(remains[x.rank])} remains once that wait is gone" for x in bound]
+               f"{us(remains[x.rank])} remains once that wait is gone" for x in bound if x.rank != straggler.rank]
+        ev += [f"{_who(x)} is the straggler itself: its {us(x.exposed_us)} is the transfer and its own waits"
+               for x in bound if x.rank == straggler.rank]
         title = "What remains once the straggler is fixed: collectives that run with no compute beside them"
     else:
         title = "Waiting on communication: the GPU spends more time in collectives alone than computing"
@@ -65,12 +70,20 @@ def _communication_bound(rows: list[RankRow], folder: bool = True,
                  + "overlap collectives with compute (DDP launches each bucket's all-reduce during the backward "
                  f"pass: {_DDP}); send fewer or larger messages")
     worst = max(bound, key=lambda x: remains[x.rank] if named else x.exposed_us)
-    return f.size(remains[worst.rank] if named else worst.exposed_us, worst.window_us,
-                  "collective time with no compute beside it" + (", beyond the wait for the straggler" if named else ""),
-                  _RANK_WINDOW)
+    f.size(remains[worst.rank] if named else worst.exposed_us, worst.window_us,
+           "collective time with no compute beside it" + (", beyond the wait for the straggler" if named else ""),
+           _RANK_WINDOW)
+    if f.share is not None:
+        f.gain = amdahl(f.share, OVERLAP, "if half of that collective time hid behind compute (how much overlap or "
+                                          "fewer, larger messages give depends on the model and the link)")
+    return f
 
 
-def _low_overlap(rows: list[RankRow]) -> "Finding | None":
+def _low_overlap(rows: list[RankRow], covered: "Finding | None" = None) -> "Finding | None":
+    """Ranks whose collectives mostly run alone, those whose exposed time ``covered`` (communication-bound) claims
+    left out: the same microseconds are claimed once."""
+    if covered is not None:
+        rows = [x for x in rows if x.verdict != COMMUNICATION_BOUND]
 
     low = [x for x in rows if x.overlap_pct is not None and x.overlap_pct < LOW_OVERLAP_PCT
            and x.gpu_busy_us > 0 and x.exposed_us >= MINOR_SHARE * x.gpu_busy_us]
@@ -84,7 +97,11 @@ def _low_overlap(rows: list[RankRow]) -> "Finding | None":
                  f"possible; DDP's gradient buckets, bucket_cap_mb: {_DDP}) and check that they run on their own "
                  "stream")
     worst = max(low, key=lambda x: x.exposed_us)
-    return f.size(worst.exposed_us, worst.window_us, "collective time with no compute beside it", _RANK_WINDOW)
+    f.size(worst.exposed_us, worst.window_us, "collective time with no compute beside it", _RANK_WINDOW)
+    if f.share is not None:
+        f.gain = amdahl(f.share, OVERLAP, "if half of that collective time hid behind compute (how much depends on "
+                                          "the compute left to overlap)")
+    return f
 
 
 def _straggler(r: Ranks) -> "Finding | None":
@@ -111,14 +128,28 @@ def _straggler(r: Ranks) -> "Finding | None":
     if not waiting:
         return f
     worst = max(waiting, key=lambda x: x.wait_us or 0.0)
-    return f.size(worst.wait_us or 0.0, worst.window_us, f"rank {worst.rank} waiting for rank {s.rank}", _RANK_WINDOW)
+    f.size(worst.wait_us or 0.0, worst.window_us, f"rank {worst.rank} waiting for rank {s.rank}", _RANK_WINDOW)
+    # The job's step is its slowest rank's: before, the longest window; after, the others' windows once their wait for
+    # the straggler is gone (all of it, or half of it for the low end): the straggler made as quick as they are.
+    before = max(x.window_us for x in r.ranks)
+
+    def after(part: float) -> float:
+        return max(x.window_us - part * (x.wait_us or 0.0) for x in waiting)
+    if before > 0 and after(1.0) > 0:
+        from .ledger import Gain
+        f.gain = Gain(before / after(1.0), before / after(0.5), before / after(1.0),
+                      f"the job's step is its slowest rank's: the longest window ({us(before)}) against the other "
+                      f"ranks' longest once their wait for rank {s.rank} is gone ({us(after(1.0))}; half of each wait "
+                      "gone for the low end)")
+    return f
 
 
 def diagnose_ranks(r: Ranks) -> list["Finding"]:
     """The distributed rules on a folder's ranks: a straggler first, then what remains once it is fixed."""
 
     lead = _straggler(r)
-    rest = [f for f in (_communication_bound(r.ranks, straggler=r.straggler), _low_overlap(r.ranks)) if f is not None]
+    bound = _communication_bound(r.ranks, straggler=r.straggler)
+    rest = [f for f in (bound, _low_overlap(r.ranks, bound)) if f is not None]
     if lead is not None and lead.share is not None and lead.share < NOTE_BELOW:
         rest, lead = rest + [lead], None  # a straggler that costs the others little is a note among the rest
     rest = rank(rest)
@@ -151,4 +182,6 @@ def _trace_rows(c: "Context") -> list[RankRow]:
 
 def trace_rules() -> list[Callable[["Context"], "Finding | None"]]:
     """The rules that read one rank's trace alone, for :func:`helpers.advice.diagnose.diagnose`."""
-    return [lambda c: _communication_bound(_trace_rows(c), folder=False), lambda c: _low_overlap(_trace_rows(c))]
+    def bound(c: "Context") -> "Finding | None":
+        return c.once("communication-bound", lambda: _communication_bound(_trace_rows(c), folder=False))
+    return [bound, lambda c: _low_overlap(_trace_rows(c), bound(c))]

@@ -224,22 +224,26 @@ def why(k: Key) -> str:
     rules = [x.rule for x in k.findings]
     others = [x for x in k.findings[1:] if x.severity == Severity.ISSUE]
     out = []
-    if f.share is not None:
-        rest = ("; the other issues: " + ", ".join(x.rule + (f" ({x.share:.0%})" if x.share is not None else "")
-                                                  for x in others)) if others else "; every other finding is a note"
-        out.append(f"It accounts for {f.amount}{rest}.")
+    if f.gain is not None and f.severity == Severity.ISSUE:
+        rest = ("; the other issues' fixes: " + ", ".join(
+            x.rule + (f" (about {x.gain.speedup:.2g}x)" if x.gain is not None else "") for x in others)
+            if others else "; every other finding is a note")
+        out.append(f"It accounts for {f.amount}, and {f.gain.words()} ({f.gain.basis}){rest}: the fix that should "
+                   "gain the most comes first.")
+    elif f.share is not None:
+        out.append(f"It accounts for {f.amount}" + ("; every other finding is a note." if not others else "."))
     elif not others:
         out.append("It cannot size itself in time, but it is the only issue here: the other findings are notes, and "
                    "issues rank before notes.")
-    cpu = next((x for x in k.findings if x.rule == RuleId.CPU_BOUND), None)
-    if f.rule in CAUSES_OF_IDLE and cpu is not None and cpu.share is not None:
-        out.append(f"The run is CPU-bound ({cpu.amount}), and this finding explains most of that idle time, so "
-                   "diagnose names it before the verdict: fewer or larger launches would miss the cause.")
-    if f.rule == RuleId.CPU_BOUND:
-        tiny = next((x for x in k.findings if x.rule == RuleId.TINY_KERNELS), None)
-        out.append("No finding explains most of the GPU's idle time, so the verdict itself is what to act on: the "
-                   "GPU waits while the CPU prepares and launches work"
-                   + (f" (tiny-kernels: {tiny.evidence[0]})." if tiny is not None else "."))
+    remainder = next((x for x in k.findings if x.rule in (RuleId.CPU_BOUND, RuleId.TINY_KERNELS) and x is not f), None)
+    if f.rule in CAUSES_OF_IDLE and remainder is not None and remainder.share is not None:
+        out.append(f"The GPU also waits for the CPU where no cause is named ({remainder.rule}, {remainder.amount}); "
+                   "each stretch of that wait is counted once, and this cause explains more of it: fewer or larger "
+                   "launches would miss it.")
+    if f.rule in (RuleId.CPU_BOUND, RuleId.TINY_KERNELS):
+        out.append("No cause the trace names (the DataLoader, waits for the GPU, compiling, the optimizer) explains "
+                   "the GPU's wait for the CPU, so the CPU's own work between launches is what to act on"
+                   + (f" ({f.evidence[-1]})." if f.rule == RuleId.TINY_KERNELS else "."))
     if f.rule == RuleId.GPU_BOUND and k.shape is not None:
         if k.shape.bound == roofline.MEMORY_BOUND:
             out.append(f"The verdict alone does not say what to change; the roofline does: the kernels move bytes "
@@ -249,7 +253,7 @@ def why(k: Key) -> str:
             out.append(f"The verdict alone does not say what to change; the roofline does: the kernels run at a "
                        f"median {k.shape.of_roof:.0%} of the {' and '.join(k.shape.roofs)} peak, so no cheap change "
                        f"buys much (at most {1 / k.shape.of_roof:.2g}x with the same arithmetic in the same precision).")
-    if f.rule in GPU_SIDE and RuleId.GPU_BOUND in rules:
+    if f.rule in GPU_SIDE and RuleId.GPU_BOUND in rules:  # the GPU sets the pace
         pk = roofline.peaks(k.gpu)
         roofs = pk.compute_tflops if pk else {}
         faster = (f" ({k.gpu}'s datasheet: {roofs[roofline.ROOF_TF32]:g} TFLOP/s on TF32 tensor cores, "
@@ -257,9 +261,9 @@ def why(k: Key) -> str:
                   "cores)" if f.rule == RuleId.FP32_GEMM and {roofline.ROOF_TF32, roofline.ROOF_16, roofline.ROOF_FP32}
                   <= set(roofs) else "")
         out.append(f"The GPU sets the pace here (GPU-bound), so faster GPU work shortens the step{faster}.")
-    if f.rule == RuleId.HIDDEN_SYNC and k.balance is not None and k.balance.verdict == facts.GPU_BOUND:
-        out.append("By its totals the run is GPU-bound, yet after each wait the GPU idles until the CPU launches "
-                   "again: an issue that costs time ranks before the GPU-bound note.")
+    if f.rule == RuleId.HIDDEN_SYNC and RuleId.GPU_BOUND in rules:
+        out.append("The GPU's kernels set the pace, yet after each wait the GPU idles until the CPU launches again: "
+                   "an issue whose fix gains time ranks before the GPU-bound note, which names no fix.")
     if f.rule == RuleId.STRAGGLER:
         out.append("The other rank's collectives last longer by about the late rank's delay: that wait is the time "
                    "to win back, on the late rank.")

@@ -4,12 +4,16 @@ the rules for a folder of ranks (:mod:`helpers.advice.distributed`), which impor
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .. import Word, facts
 from . import rulebook
+from .ledger import Gain, Ledger, Side, Speedup
 from .rulebook import RuleId
+from ..facts.budget import Budget, budget
+from ..reader.spans import Spans, difference, intersection, merged, total
 from ..reader.trace import Trace
 
 
@@ -20,16 +24,16 @@ class Severity(Word):
     NOTE = "note"  # something to know while reading the trace; not a problem in itself
 
 
-#: an issue that accounts for less than this share of the step time (or window) is reported as a note
+#: an issue that cannot say what its fix gains, and accounts for less than this share of the window, is a note
 NOTE_BELOW = 0.05
+#: an issue whose fix should make the step less than this many times faster is a note
+NOTE_BELOW_GAIN = 1.05
 #: a GPU-bound run whose GPU still idles this share of the window gets a word on it
 IDLE_NOTE = 0.25
-#: a cause of GPU idle time (input, hidden syncs, the compile tax, recompiling, a cold start) that accounts for at
-#: least this share of the CPU-bound finding's idle time is named before it: it says where the idle time goes
-CAUSE_SHARE = 0.5
-#: the rules whose time is part of the GPU's idle time in a CPU-bound run (recompiles: sized by the compile spans,
-#: during which the CPU launches nothing)
-CAUSES_OF_IDLE = (RuleId.INPUT_BOUND, RuleId.HIDDEN_SYNC, RuleId.COMPILE_TAX, RuleId.RECOMPILES, RuleId.COLD_START)
+#: the rules that name a cause of the GPU's wait for the CPU (helpers.advice.cpu_rules claims their time before the
+#: remainder, cpu-bound or tiny-kernels)
+CAUSES_OF_IDLE = (RuleId.INPUT_BOUND, RuleId.HIDDEN_SYNC, RuleId.COMPILE_TAX, RuleId.RECOMPILES, RuleId.COLD_START,
+                  RuleId.LONG_CALL, RuleId.UNFUSED_OPTIMIZER)
 #: the rules about the GPU's own work: they matter once the GPU sets the pace
 GPU_SIDE = (RuleId.FP32_GEMM, RuleId.KERNEL_VARIANCE, RuleId.ADDMM_BIAS_COPY)
 
@@ -45,6 +49,7 @@ class Finding:
     share: float | None = None  # the share of ``base`` this finding accounts for; None: it cannot say
     of: str = ""  # what that time is: "GPU idle", "the DataLoader's __next__", ...
     base: str = ""  # what the share is of: "the recorded steps", "the recorded window"
+    gain: Gain | None = None  # what fixing it should bring (issues; None: the finding cannot say)
 
     def __post_init__(self) -> None:
         # a rule id or severity given as its word ("cpu-bound") is taken, and a misspelt one fails here
@@ -66,22 +71,48 @@ class Finding:
             return ""
         return f"{self.share:.0%} of {self.base}" + (f": {self.of}" if self.of else "")
 
+    @property
+    def expected_speedup(self) -> float | None:
+        return self.gain.speedup if self.gain else None
+
     def text(self) -> str:
         lines = [f"[{self.severity}] {self.title}  ({self.rule}; notebook {self.notebook})"]
         if self.amount:
             lines.append(f"    accounts for {self.amount}")
+        if self.gain is not None:
+            lines.append(f"    {self.gain.words()}: {self.gain.basis}")
         lines += [f"    - {e}" for e in self.evidence]
         lines.append(f"    try: {self.next}")
         return "\n".join(lines)
 
+    def to_json(self) -> dict[str, Any]:
+        """The finding as ``diagnose --json`` prints it (strict JSON: a speedup without bound is null)."""
+        g = self.gain
+
+        def num(x: float) -> float | None:
+            return round(x, 3) if x is not None and math.isfinite(x) else None
+
+        return {"rule": self.rule, "title": self.title, "severity": self.severity, "evidence": list(self.evidence),
+                "next": self.next, "notebook": self.notebook, "share": None if self.share is None else round(
+                    self.share, 4), "of": self.of, "base": self.base,
+                "expected_speedup": num(g.speedup) if g else None,
+                "expected_speedup_range": [num(g.low), num(g.high)] if g else None,
+                "basis": g.basis if g else None}
+
 
 @dataclass
 class Context:
-    """Facts computed once and shared by the rules."""
+    """Facts computed once and shared by the rules, and the ledger of the time they claim."""
 
     trace: Trace
     summary: facts.Summary
     cache: dict[str, Any] = field(default_factory=dict)  # what more than one rule reads, computed once
+    budget: Budget = field(init=False)
+    ledger: Ledger = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.budget = budget(self.trace)
+        self.ledger = Ledger(self.budget)
 
     def once(self, key: str, compute: Callable[[], Any]) -> Any:
         if key not in self.cache:
@@ -104,37 +135,51 @@ class Context:
         """``f`` with the share of the base that ``spent_us`` is (None: the finding cannot size itself)."""
         return f if spent_us is None else f.size(spent_us, self.base_us, of, self.base)
 
+    def claimed(self, f: "Finding", of: str, basis: str = "", *, cpu: Spans | None = None,
+                cpu_speedup: Speedup | None = None, gpu: Spans | None = None, gpu_speedup: Speedup | None = None,
+                cpu_at_most_us: float | None = None, gain_of: str = "the step",
+                wait: Spans | None = None) -> "Finding | None":
+        """``f`` sized by the time it claims on the ledger (``cpu``: GPU idle time waiting for the CPU; ``gpu``:
+        GPU busy time), with the gain its fix should bring (an issue's; ``wait``: the CPU's waits for the GPU the fix
+        removes too, where the GPU was busy); None when it claims nothing a rule before it has not (the time is
+        explained already)."""
+        got_cpu = self.ledger.claim(Side.CPU, cpu, cpu_at_most_us) if cpu else []
+        got_gpu = self.ledger.claim(Side.GPU, gpu) if gpu else []
+        us = total(got_cpu) + total(got_gpu)
+        # the waits that overlap the GPU's busy time (their idle part is in got_cpu already), not its collectives: a
+        # wait for a collective is a wait for the other ranks, which no sync removed would shorten
+        waited = total(difference(intersection(merged(wait), self.budget.busy), list(self.budget.collectives))) \
+            if wait else 0.0
+        if us <= 0 and waited <= 0:
+            return None
+        f.size(us, self.budget.window_us, of, self.base)
+        if f.severity == Severity.ISSUE and (cpu_speedup or gpu_speedup):
+            f.gain = self.ledger.gain(basis, of=gain_of, cpu_us=total(got_cpu), cpu=cpu_speedup, gpu_us=total(got_gpu),
+                                      gpu=gpu_speedup, wait_us=waited if self.budget.cpu_paced else 0.0)
+        return f
+
 
 Rule = Callable[[Context], "Finding | None"]
 
 
 def rank(found: list[Finding]) -> list[Finding]:
-    """Findings ordered by the share of the time each accounts for, the one to look at first first.
+    """Findings in the order to look at them: the issue whose fix should gain the most first.
 
-    An issue under NOTE_BELOW becomes a note. Issues come before notes, sized ones before those that cannot size
-    themselves. A cause of the GPU's idle time that accounts for most of it comes before the CPU-bound finding,
-    which then says so: the cause is the thing to fix.
+    An issue whose fix should make the step less than :data:`NOTE_BELOW_GAIN` times faster, or (one that cannot
+    say) that accounts for less than :data:`NOTE_BELOW` of the window, is reported as a note. Issues come first,
+    by their expected gain (those that cannot say, by their share, after them), then notes by their share. The
+    findings' shares do not overlap (:class:`helpers.advice.ledger.Ledger`), so a cause that explains the GPU's
+    idle time comes before what remains of it (the CPU-bound finding) by the size of what it explains.
     """
     for f in found:
-        if f.severity == Severity.ISSUE and f.share is not None and f.share < NOTE_BELOW:
-            f.severity = Severity.NOTE
-    ordered = sorted(found, key=lambda f: (f.severity != Severity.ISSUE, f.share is None, -(f.share or 0.0)))
-    cpu = next((f for f in ordered if f.rule == RuleId.CPU_BOUND and f.severity == Severity.ISSUE), None)
-    if cpu is not None:
-        # While the GPU waits for the CPU, faster kernels do not shorten the step: they come after the verdict.
-        gpu_side = [f for f in ordered if f.rule in GPU_SIDE and ordered.index(f) < ordered.index(cpu)]
-        for f in gpu_side:
-            ordered.remove(f)
-            ordered.insert(ordered.index(cpu) + 1, f)
-            f.evidence.append("the run is CPU-bound (the GPU waits for the CPU): faster GPU work shortens the step "
-                              "only once the CPU side no longer sets the pace")
-    if cpu is not None and cpu.share:
-        causes = [f for f in ordered if f.rule in CAUSES_OF_IDLE and f.severity == Severity.ISSUE
-                  and f.share is not None and f.share >= CAUSE_SHARE * cpu.share]
-        if causes:
-            ordered.remove(cpu)
-            ordered.insert(ordered.index(causes[-1]) + 1, cpu)
-            cpu.evidence.append("most of that idle time is explained by the finding" + ("s" if len(causes) > 1 else "")
-                                + " above (" + ", ".join(f.rule for f in causes) + "): fix " +
-                                ("it" if len(causes) == 1 else "them") + " first")
-    return ordered
+        if f.severity == Severity.ISSUE:
+            small = (f.gain.speedup < NOTE_BELOW_GAIN if f.gain is not None else
+                     f.share is not None and f.share < NOTE_BELOW)
+            if small:
+                f.severity = Severity.NOTE
+
+    def key(f: Finding) -> tuple:
+        if f.severity == Severity.ISSUE:
+            return (0, f.gain is None, -(f.gain.speedup if f.gain else 0.0), f.share is None, -(f.share or 0.0))
+        return (1, f.share is None, -(f.share or 0.0))
+    return sorted(found, key=key)

@@ -41,6 +41,11 @@ class RuleId(Word):
     COMMUNICATION_BOUND = "communication-bound"
     LOW_OVERLAP = "low-overlap"
     STRAGGLER = "straggler"
+    LONG_CALL = "long-call"
+    GPU_BEHIND = "gpu-behind"
+    NOT_RECORDED = "not-recorded"
+    GRAPH_CAPTURE = "graph-capture"
+    GRAPH_REPLAY = "graph-replay"
 
 
 @dataclass(frozen=True)
@@ -58,9 +63,10 @@ class Row:
 ROWS: tuple[Row, ...] = (
     Row(
         you_see='Self CUDA total far below Self CPU total; GPU lane mostly empty',
-        means='**CPU-bound**: the GPU waits for the CPU to prepare and launch work (`diagnose` sizes it by the '
-              "GPU's idle share of the window, and names a cause first when one explains most of that idle time: "
-              'input, hidden syncs, the compile tax, recompiling, a cold start)',
+        means='**CPU-bound**: the GPU waits for the CPU to prepare and launch work (`diagnose` divides the time the '
+              "GPU waited among its causes, each stretch to one of them: input, compiling, a cold start, one long "
+              'call, hidden syncs, the optimizer, the compile tax; what none explains is the CPU\'s own work between '
+              'launches, and each finding says what its fix should gain)',
         tries='more work per launch (bigger batches), fewer launches (fusion, `torch.compile`, CUDA graphs); faster'
               ' kernels do not help until the GPU sets the pace',
         rules=(RuleId.CPU_BOUND,), where=None, notebooks=('02',)),
@@ -280,6 +286,32 @@ ROWS: tuple[Row, ...] = (
         tries='look at what the late rank does before it: its GPU work, CPU side, input; test whether the work is '
               'split evenly',
         rules=(RuleId.STRAGGLER,), where=None, notebooks=('15',)),
+    Row(
+        you_see='One runtime call (a first `cudaLaunchKernel`, `cudaMalloc`, a device query) holding a large share of '
+                'the window while the GPU idles',
+        means="a **one-time cost**: loading the GPU code's modules, creating the context, reserving memory",
+        tries='warm up before recording; keep set-up out of the recorded steps',
+        rules=(RuleId.LONG_CALL,), where=None, notebooks=('03',)),
+    Row(
+        you_see='The GPU idle although its next kernel was launched long before',
+        means='**the GPU started late**: work queued behind something the trace does not show as work (another '
+              "stream's event, a graph's set-up, the recording starting before the GPU was free): not the CPU's idle "
+              'time',
+        tries="look at what ran before the recording, and at stream and event waits; don't fix the CPU for it",
+        rules=(RuleId.GPU_BEHIND,), where=None, notebooks=('04',)),
+    Row(
+        you_see='Launch calls and copies on the CPU but no GPU lane; or GPU lanes and no ATen op',
+        means='**an activity not recorded**: the GPU (or the CPU) side of the recording is missing, so the idle time '
+              'cannot be read',
+        tries='`activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]`; check that CUPTI (or roctracer) loads',
+        rules=(RuleId.NOT_RECORDED,), where=None, notebooks=('01',)),
+    Row(
+        you_see='`cudaStreamBeginCapture`, `...GetCaptureInfo`, `capture_` labels; or `cudaGraphLaunch` with many '
+                'kernels each',
+        means='**CUDA graphs**: a trace of a graph being captured (a one-time cost, launches recorded, not run), or of '
+              'its replays (one launch runs the whole graph)',
+        tries="read the steady step from the replays; don't read a capture's CPU time as the step's",
+        rules=(RuleId.GRAPH_CAPTURE, RuleId.GRAPH_REPLAY), where=None, notebooks=('08',)),
 )
 
 #: the verdicts on a run's CPU/GPU balance, as the lessons offer them

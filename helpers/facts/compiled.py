@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from ..reader.trace import Trace, lane_spans
 from .steps import window
 
@@ -81,6 +81,7 @@ class CompileTime:
     us: float  # wall time they cover inside the window
     window_us: float
     names: list[str]  # the outermost spans' names, most frequent first
+    spans: list[tuple[float, float]] = field(default_factory=list)  # the merged stretches, clipped to the window
 
     @property
     def share(self) -> float | None:
@@ -100,7 +101,8 @@ def compile_time(trace: Trace) -> CompileTime:
         first = max((i for i in idx if trace.ts[i] == s), key=trace.dur.__getitem__)
         outer[trace.name_of(first)] += 1
     inside = [(max(s, lo), min(e, hi)) for s, e in spans if e > lo and s < hi]
-    return CompileTime(len(inside), sum(e - s for s, e in inside), hi - lo, [n for n, _ in outer.most_common()])
+    return CompileTime(len(inside), sum(e - s for s, e in inside), hi - lo, [n for n, _ in outer.most_common()],
+                       inside)
 
 
 # --- what the notebooks' reveals read ----------------------------------------------------

@@ -29,8 +29,9 @@ def _fmt_x(v: float) -> str:
 
 MAIN_CHOICES = [rulebook.VERDICTS[RuleId.CPU_BOUND], rulebook.VERDICTS[RuleId.GPU_BOUND],
                 "a cold start in the first step", "nothing: a clean trace"]
-_RULE_CHOICE = {RuleId.CPU_BOUND: MAIN_CHOICES[0], RuleId.GPU_BOUND: MAIN_CHOICES[1],
-                RuleId.COLD_START: MAIN_CHOICES[2]}
+#: tiny-kernels is the CPU-bound verdict with its cause named (kernels shorter than their launches)
+_RULE_CHOICE = {RuleId.CPU_BOUND: MAIN_CHOICES[0], RuleId.TINY_KERNELS: MAIN_CHOICES[0],
+                RuleId.GPU_BOUND: MAIN_CHOICES[1], RuleId.COLD_START: MAIN_CHOICES[2]}
 
 
 def main_finding(found) -> str:

@@ -98,3 +98,56 @@ def intersection_us(a: list[tuple[float, float]], b: list[tuple[float, float]]) 
         else:
             j += 1
     return sum(parts)
+
+
+Spans = list[tuple[float, float]]  # merged, sorted [start, end) intervals, in µs
+
+
+def merged(spans: Iterable[tuple[float, float]]) -> Spans:
+    """Any intervals as merged, sorted ones (empty ones dropped)."""
+    out: Spans = []
+    for s, e in sorted(x for x in spans if x[1] > x[0]):
+        if out and s <= out[-1][1]:
+            if e > out[-1][1]:
+                out[-1] = (out[-1][0], e)
+        else:
+            out.append((s, e))
+    return out
+
+
+def intersection(a: Spans, b: Spans) -> Spans:
+    """The time both ``a`` and ``b`` (each merged and sorted) cover, as intervals."""
+    out: Spans = []
+    i = j = 0
+    while i < len(a) and j < len(b):
+        s, e = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if e > s:
+            out.append((s, e))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def difference(a: Spans, b: Spans) -> Spans:
+    """The time ``a`` covers and ``b`` does not (each merged and sorted), as intervals."""
+    out: Spans = []
+    j = 0
+    for s, e in a:
+        while j < len(b) and b[j][1] <= s:
+            j += 1
+        k, cur = j, s
+        while k < len(b) and b[k][0] < e:
+            if b[k][0] > cur:
+                out.append((cur, b[k][0]))
+            cur = max(cur, b[k][1])
+            k += 1
+        if cur < e:
+            out.append((cur, e))
+    return out
+
+
+def total(spans: Spans) -> float:
+    """Microseconds the intervals cover."""
+    return sum(e - s for s, e in spans)

@@ -1,0 +1,112 @@
+"""diagnose's expected gains against the fixes the project timed without the profiler.
+
+Each row names a recorded trace (the run before the fix), the rule whose fix the timing applied, and the timed group
+(``traces/reference/nvidia-h200/compare_<group>.json``: interleaved rounds, no profiler) with the labels before and
+after. The predicted figure is that rule's ``expected_speedup`` on the trace (1.0 where the rule does not fire: diagnose
+expects nothing from that fix); the measured one is the ratio of the two medians. The target (issue 34): within a factor
+of two wherever the project measured the fix.
+
+    .venv/bin/python benchmarks/diagnose_calibration.py      # prints the table; exit 3 when a row misses the target
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from helpers.advice.diagnose import diagnose  # noqa: E402
+from helpers.reader.trace import read_trace  # noqa: E402
+
+H200 = ROOT / "traces" / "reference" / "nvidia-h200"
+#: predicted within this factor of measured, either way
+TARGET = 2.0
+
+
+@dataclass(frozen=True)
+class Fix:
+    trace: str  # the reference trace of the run before the fix
+    rule: str  # the rule whose fix it is
+    group: str  # the timed group
+    before: str  # its label before and after the fix
+    after: str
+    what: str  # the fix in words
+
+
+ROWS = [
+    # notebook 16: each fix alone on the loop as written
+    Fix("loop", "input-bound", "loop-alone", "as written", "loader", "four workers, pinned, non-blocking"),
+    Fix("loop", "hidden-sync", "loop-alone", "as written", "sync", "no loss.item() in the loop"),
+    Fix("loop", "unfused-optimizer", "loop-alone", "as written", "fused", "fused AdamW"),
+    Fix("loop", "fp32-gemm", "loop-alone", "as written", "tf32", "TF32"),
+    # notebook 16: the fixes stacked, each on the run with the ones before it
+    Fix("loop", "input-bound", "loop-stack", "as written", "loader", "four workers, pinned, non-blocking"),
+    Fix("loop-loader", "hidden-sync", "loop-stack", "loader", "loader+sync", "no loss.item()"),
+    Fix("loop-loader-sync-constant", "unfused-optimizer", "loop-stack", "loader+sync+constant",
+        "loader+sync+constant+fused", "fused AdamW"),
+    Fix("loop-loader-sync-constant-fused", "fp32-gemm", "loop-stack", "loader+sync+constant+fused",
+        "loader+sync+constant+fused+tf32", "TF32"),
+    # notebook 12: the training step at batch 512
+    Fix("train-fp32-foreach", "fp32-gemm", "train-step", "fp32", "TF32", "TF32"),
+    Fix("train-fp32-foreach", "fp32-gemm", "train-step", "fp32", "autocast", "bf16 autocast"),
+    Fix("train-fp32-foreach", "unfused-optimizer", "train-step", "fp32", "fused AdamW", "fused AdamW"),
+    Fix("train-fp32-foreach-syncs", "hidden-sync", "train-step", "four syncing lines", "fp32", "the syncs removed"),
+    # notebook 14: the input pipeline
+    Fix("input-w0", "input-bound", "input", "main process, pageable", "4 workers, pinned", "four workers, pinned"),
+    Fix("input-w0-pin-nb", "input-bound", "input", "main process, pinned + non-blocking", "4 workers, pinned",
+        "four workers"),
+    Fix("input-w0", "pageable-copies", "input", "main process, pageable", "main process, pinned + non-blocking",
+        "pinned memory, non-blocking copies"),
+]
+
+
+@dataclass(frozen=True)
+class Row:
+    fix: Fix
+    predicted: float
+    low: float
+    high: float
+    measured: float
+    fired: bool
+
+    @property
+    def within(self) -> bool:
+        r = self.predicted / self.measured
+        return 1 / TARGET <= r <= TARGET
+
+
+def _median(group: str, label: str) -> float:
+    doc = json.loads((H200 / f"compare_{group}.json").read_text())
+    return statistics.median(doc["measured"]["wall"][label]["samples"])
+
+
+def rows() -> list[Row]:
+    """Every row, predicted and measured."""
+    out = []
+    for f in ROWS:
+        found = {x.rule: x for x in diagnose(read_trace(H200 / f"{f.trace}_bf16_warm_eager.json"))}
+        g = found[f.rule].gain if f.rule in found else None
+        measured = _median(f.group, f.before) / _median(f.group, f.after)
+        out.append(Row(f, g.speedup if g else 1.0, g.low if g else 1.0, g.high if g else 1.0, measured, g is not None))
+    return out
+
+
+def main() -> int:
+    got = rows()
+    print(f"{'trace':34} {'rule':18} {'fix':34} {'predicted':>18} {'measured':>9}  within {TARGET:g}x")
+    for r in got:
+        pred = f"{r.predicted:.2f}x [{r.low:.2f}-{r.high:.2f}]" if r.fired else "1.00x (no finding)"
+        print(f"{r.fix.trace:34} {r.fix.rule:18} {r.fix.what:34} {pred:>18} {r.measured:>8.2f}x  "
+              f"{'yes' if r.within else 'NO'}")
+    missed = [r for r in got if not r.within]
+    print(f"{len(got) - len(missed)} of {len(got)} within a factor of {TARGET:g}")
+    return 3 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,412 @@
+"""The rules about the GPU's idle time while it waited for the CPU: what the CPU was doing instead.
+
+Each claims, on the ledger (:mod:`helpers.advice.ledger`), the stretches of
+that idle time its cause explains, in the order of :data:`RULES`: the most
+specific cause first (the DataLoader, compiling, a cold start, one long
+call, waits for the GPU, the optimizer), and what no cause claims goes to
+the last rule, the CPU's own work between launches. A rule that finds its
+pattern but whose time an earlier rule claimed says nothing.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from dataclasses import dataclass
+
+from .. import facts
+from ..facts import kernel_kinds as kk, step_facts as sf
+from ..facts.text import nbytes, us
+from ..reader.spans import Spans, intersection, merged, total
+from ..reader.trace import ANNOTATION, CPU_OP, DRIVER, RUNTIME
+from .findings import Context, Finding, Rule, Severity
+from .ledger import Gain, Side, Speedup
+from .rulebook import RuleId
+from .trace_rules import compile_tax, graph_phase
+
+SYNC_DEBUG = "https://docs.pytorch.org/docs/stable/generated/torch.cuda.set_sync_debug_mode.html"
+DATALOADER_DOCS = "https://docs.pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading"
+PINNED_DOCS = "https://docs.pytorch.org/tutorials/intermediate/pinmem_nonblock.html"
+
+#: one runtime or driver call (not a synchronize, not a copy) longer than this share of the window is a one-time cost
+#: worth its own finding (lazy module loading, context creation, a large allocation)
+LONG_CALL_SHARE = 0.1
+#: the optimizer step's CPU and GPU time with fused=True against each implementation, on the H200 reference set
+#: (notebook 12's train-fp32-* and notebook 16's loop traces, median step): foreach 627 to 294 us of CPU time, 372 to
+#: 124 us of GPU time; the for-loop 2131 to 294 and 4880 to 870 us of CPU time, 358 to 124 and 696 to 263 us of GPU
+FUSED = {sf.FOREACH: (Speedup(2.1, 1.4, 3.2), Speedup(3.0, 2.0, 4.5)),
+         sf.LOOP: (Speedup(6.4, 3.2, 9.6), Speedup(2.8, 1.9, 4.2))}
+#: the workers a single-process DataLoader's fix is assumed to add (the series' notebooks 14 and 16 use four)
+WORKERS_ASSUMED = 4
+#: the CPU's own work between launches, when a fix cuts it: halved as a point figure (how much a fusion, CUDA graphs or
+#: larger batches remove depends on the model), at best all of it
+OVERHEAD = Speedup(2.0, 1.25, float("inf"))
+
+
+def _on_launcher(c: Context, idx) -> Spans:
+    """The spans of these CPU events on the thread that launched the GPU work."""
+    lanes = c.budget.launchers
+    return merged((c.trace.ts[i], c.trace.end_of(i)) for i in idx
+                  if not lanes or c.trace.lane[i] in lanes)
+
+
+# --- the DataLoader (14) -------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Loading:
+    spans: list[sf.LoaderSpan]
+    loader_us: float  # DataLoader time inside the recorded steps (or the window, without steps)
+
+    @property
+    def workers(self) -> bool:
+        return any("_MultiProcessingDataLoaderIter" in s.name for s in self.spans)
+
+    @property
+    def single(self) -> bool:
+        return any("_SingleProcessDataLoaderIter" in s.name for s in self.spans)
+
+
+def loading(c: Context) -> _Loading | None:
+    """The DataLoader's spans inside the recorded steps (or the window), shared by the rules that read them."""
+    def compute() -> _Loading | None:
+        spans = sf.dataloader_spans(c.trace)
+        if not spans:
+            return None
+        inside = [s for s in spans if s.step is not None] if c.summary.steps else spans
+        return _Loading(inside, sum(s.dur_us for s in inside))
+    return c.once("input", compute)
+
+
+def _per_step(spans: list[sf.LoaderSpan]) -> str:
+    """'ProfilerStep#2: 9.4 ms, ProfilerStep#3: 9.1 ms': the DataLoader's time per step, each step once."""
+    by: dict[str, float] = {}
+    for s in spans:
+        if s.step is not None:
+            by[s.step] = by.get(s.step, 0.0) + s.dur_us
+    shown = [f"{k}: {us(v)}" for k, v in list(by.items())[:4]]
+    return ", ".join(shown) + (" ..." if len(by) > 4 else "")
+
+
+def _input_bound(c: Context) -> Finding | None:
+    x = loading(c)
+    if x is None:
+        return None
+    where = "the recorded steps" if c.summary.steps else "the recorded window"
+    whole = sum(s.dur_us for s in c.summary.steps) if c.summary.steps else c.budget.window_us
+    spans = merged((s.start_us, s.start_us + s.dur_us) for s in x.spans)
+    idle = total(intersection(spans, c.budget.busy))
+    ev = [f"the DataLoader's __next__ took {us(x.loader_us)} of the {us(whole)} of {where}"
+          + (f" ({x.loader_us / whole:.0%}); the GPU was idle for {1 - idle / x.loader_us:.0%} of that time"
+             if whole > 0 and x.loader_us > 0 else "")]
+    per = _per_step(x.spans)
+    if per:
+        ev.append("per step: " + per)
+    if x.single:
+        ev.append("_SingleProcessDataLoaderIter: the batches are made in the main process (num_workers=0), "
+                  "between the steps")
+        advice = ("prepare batches while the GPU trains: DataLoader(num_workers=N, persistent_workers=True) makes "
+                  "them in other processes; make each sample cheaper (decode once, augment on the GPU); then check "
+                  f"that the DataLoader span shrinks to a queue read ({DATALOADER_DOCS})")
+        # N workers make batches N times as fast, ahead of the step: the loading hides behind the rest of the step
+        # once it is shorter (notebook 14's four workers: 94.1 to 37.1 ms; notebook 16's loop: 29.0 to 8.55 ms)
+        rates, basis = (4.0, 2.0, 8.0), (f"with {WORKERS_ASSUMED} workers (2 to 8 for the low and high ends) the batches "
+                                         "come that many times faster, prepared while the step runs: the step "
+                                         "becomes the longer of the rest of it and the loading so divided")
+    else:
+        if x.workers:
+            ev.append("_MultiProcessingDataLoaderIter: workers already make the batches; the main process waits "
+                      "for them")
+        advice = ("the workers do not keep up: make each sample cheaper (decode once, smaller images, augment on the "
+                  "GPU), add workers if the cores allow, or raise prefetch_factor; then check the DataLoader span "
+                  f"shrinks to a queue read ({DATALOADER_DOCS})")
+        rates, basis = (2.0, 1.25, 4.0), ("if the workers kept up twice as well (how much more workers or cheaper "
+                                          "samples give depends on both; 1.25x to 4x for the ends): the step becomes "
+                                          "the longer of the rest of it and the loading so divided")
+    f = Finding(RuleId.INPUT_BOUND, "Input-bound: the GPU waits for the DataLoader", Severity.ISSUE, ev, advice)
+    got = c.claimed(f, "the GPU idle while the DataLoader ran", basis,
+                    cpu=merged((s.start_us, s.start_us + s.dur_us) for s in x.spans), cpu_speedup=Speedup.gone())
+    if got is not None and got.share is not None:
+        w = c.budget.window_us
+        rest = w * (1 - got.share)
+
+        def speed(n: float) -> float:
+            return w / max(rest, x.loader_us / n, 1e-9)
+        got.gain = Gain(speed(rates[0]), speed(rates[1]), speed(rates[2]), basis)
+    return got
+
+
+# --- torch.compile compiling (08) ------------------------------------------------------------------------------
+
+
+def _recompiles(c: Context) -> Finding | None:
+    comp = c.summary.compiled
+    again = facts.recompiles(comp.regions) if comp.any else []
+    if not again:
+        return None
+    ev = [f"{comp.regions[r]} x {r} (the second number counts compiles of the same frame)" for r in again]
+    spent = facts.compile_time(c.trace)
+    if spent.compiles:
+        ev.append(f"{spent.compiles} compile{'s' if spent.compiles != 1 else ''} inside the recorded window "
+                  f"({', '.join(spent.names)} spans, torch.compile's own), {us(spent.us)} in all")
+    f = Finding(RuleId.RECOMPILES, "Recompilation: a compiled frame was compiled again", Severity.ISSUE, ev,
+                "run with TORCH_LOGS=recompiles to see which guard failed: shapes, dtypes or devices that change "
+                "between calls; mark dynamic dimensions or keep them fixed")
+    if not spent.spans or not c.budget.busy:  # recompiled outside the window, or no GPU to idle: nothing to size
+        return f
+    return c.claimed(f, "compiling (torch.compile's compile spans)", "a frame compiled once is reused: its "
+                     "compiling leaves the steady step", cpu=spent.spans, cpu_speedup=Speedup.gone(low=2.0))
+
+
+# --- one-time costs (03) -------------------------------------------------------------------------------------
+
+
+def _cold_start(c: Context) -> Finding | None:
+    st = c.summary.steps
+    if len(st) < 3:
+        return None
+    rest = statistics.median(s.dur_us for s in st[1:])
+    first = st[0]
+    # The profiler's first active step is often ~2x the others even after warm-up: only flag clear outliers.
+    if rest <= 0 or first.dur_us < 3 * rest:
+        return None
+    ev = [f"{first.name} took {us(first.dur_us)}, {first.dur_us / rest:.1f}x the median of the other steps "
+          f"({us(rest)})"]
+    gaps = [g for g in c.summary.gaps if g.step == first.name]
+    later = [g.gap_us for g in c.summary.gaps if g.step != first.name]
+    if gaps and later and gaps[0].gap_us > 2 * statistics.median(later):
+        ev.append(f"'{gaps[0].annotation}' waited {us(gaps[0].gap_us)} before its first op ({gaps[0].first_op}), "
+                  f"against a median of {us(statistics.median(later))} in later steps")
+    setup = {n: k for n, k in facts.calls_in(c.trace, first.start_us, first.end_us).items()
+             if any(w in n for w in ("Malloc", "Attribute", "Occupancy", "GetDevice", "Module", "Library"))}
+    if setup:
+        ev.append("set-up calls inside it: " + ", ".join(f"{k} x {n}" for n, k in list(setup.items())[:4]))
+    title = "Wide first step: one-time costs, of the program or of the profiler, in the recording"
+    advice = ("run a few untimed warm-up steps before profiling, or use schedule(wait=1, warmup=1, ...) so "
+              "start-up stays out of the recorded steps")
+    basis = ("the recording's, not the program's: one-time costs leave a recording made after warm-up (the steady "
+             "steps do not get faster)")
+    x = loading(c)
+    if x is not None:
+        waited = sum(s.dur_us for s in x.spans if s.step == first.name)
+        later = [s.dur_us for s in x.spans if s.step is not None and s.step != first.name]
+        usual = statistics.median(later) if later else 0.0
+        if waited - usual >= 0.5 * (first.dur_us - rest):  # the extra time is the DataLoader's: not start-up
+            ev.append(f"the DataLoader's __next__ took {us(waited)} of it, against {us(usual)} (median) in later "
+                      "steps: most of the extra time went to waiting for a batch")
+            title = "Wide first step: a wait for data"
+            advice = ("the extra time was a wait for data, not start-up; one hypothesis: worker processes had "
+                      "drained the batches they prepared ahead (num_workers x prefetch_factor); a longer recording "
+                      "tells whether the wait comes back")
+            basis = "if the first batch came as fast as the later ones (a longer recording tells whether it does)"
+    f = Finding(RuleId.COLD_START, title, Severity.ISSUE, ev, advice)
+    # claimed before the DataLoader's steady wait (RULES' order): the first step's extra is its own finding
+    return c.claimed(f, "the GPU idle in the first step beyond the others' median", basis,
+                     cpu=[(first.start_us, first.end_us)], cpu_at_most_us=first.dur_us - rest,
+                     cpu_speedup=Speedup.gone(), gain_of="the recording")
+
+
+def _long_call(c: Context) -> Finding | None:
+    """One runtime or driver call holding a large share of the window while the GPU idles (not a synchronize)."""
+    t, b = c.trace, c.budget
+    if b.window_us <= 0:
+        return None
+    calls = [i for i in t.indices((RUNTIME, DRIVER)) if not t.is_gpu(i) and t.dur[i] >= LONG_CALL_SHARE * b.window_us
+             and not kk.is_synchronize(t.name_of(i)) and "emcpy" not in t.name_of(i)]
+    if not calls:
+        return None
+    i = max(calls, key=t.dur.__getitem__)
+    name = t.name_of(i)
+    ops = [t.name_of(p) for p in t.ancestors(i) if t.group_of(p) == CPU_OP]
+    ev = [f"{name} took {us(t.dur[i])}, {b.share(t.dur[i]):.0%} of the window"
+          + (f", under {ops[-1]}" + (f" ({ops[0]})" if len(ops) > 1 else "") if ops else ""),
+          f"{sum(1 for j in t.indices((RUNTIME, DRIVER), name=name))} call(s) of {name} in the trace"]
+    f = Finding(RuleId.LONG_CALL, f"One call holds the GPU idle: {name}, a one-time cost", Severity.ISSUE, ev,
+                "a first call of its kind pays for set-up (loading the GPU code's modules, creating the context, "
+                "reserving memory): warm up before recording, or move the set-up out of the recorded steps")
+    return c.claimed(f, f"the GPU idle during {name}", "a one-time cost: gone from a recording made after warm-up",
+                     cpu=[(t.ts[i], t.end_of(i))], cpu_speedup=Speedup.gone(), gain_of="the recording")
+
+
+# --- waits for the GPU (12) ---------------------------------------------------------------------------------
+
+
+def syncs(c: Context) -> list[sf.Sync]:
+    return c.once("syncs", lambda: sf.hidden_syncs(c.trace))
+
+
+def _group_text(group: list[sf.Sync], idle_us: float) -> str:
+    s = group[0]
+    what = s.cause_op or s.op or s.calls[-1]
+    where = f" under '{s.annotation}'" if s.annotation else ""
+    copy = ""
+    if s.copy:
+        sizes = sorted({x.copy_bytes for x in group if x.copy_bytes is not None})
+        size = "" if not sizes else f" of {nbytes(sizes[0])}" + (f" to {nbytes(sizes[-1])}" if len(sizes) > 1 else "")
+        copy = f", {s.copy}{size}"
+    waited = sum(x.dur_us for x in group)
+    longest = max(x.dur_us for x in group)
+    usual = f" (usually {s.cause})" if s.cause else ""
+    return (f"{len(group)} x {what}{where}: {' + '.join(s.calls)}{copy}, {us(waited)} in all (the longest "
+            f"{us(longest)}); the GPU idle {us(idle_us)} in and after them, waiting for the CPU{usual}")
+
+
+def _wait_spans(s: sf.Sync) -> Spans:
+    """Where a wait costs the GPU: the call itself (a copy staged on the CPU keeps the GPU idle) and, after it, as long
+    again: the CPU, not held, would have launched the next work up to that much sooner."""
+    return [(s.start_us, s.start_us + 2 * s.dur_us)]
+
+
+def _hidden_sync(c: Context) -> Finding | None:
+    found = [s for s in syncs(c) if not s.explicit]
+    if not found:
+        return None
+    groups: dict[tuple, list[sf.Sync]] = {}
+    for s in found:
+        groups.setdefault((s.cause_op or s.op or s.calls[-1], s.annotation, s.copy), []).append(s)
+    free = c.ledger.left(Side.CPU)
+    idle_of = {k: total(intersection(free, merged(sp for x in g for sp in _wait_spans(x)))) for k, g in groups.items()}
+    ordered = sorted(groups, key=lambda k: -idle_of[k])
+    steps_with = {s.step for s in found if s.step}
+    if c.summary.steps:
+        head = (f"{len(found)} waits for the GPU inside the recorded steps "
+                f"(in {len(steps_with)} of {len(c.summary.steps)} steps)")
+    else:  # no ProfilerStep#N: the waits are counted over the whole trace, the profiler's closing one left out
+        head = f"{len(found)} waits for the GPU in the trace (it has no profiler steps to place them in)"
+    ev = [head + f", {us(sum(s.dur_us for s in found))} in the calls that wait"]
+    ev += [_group_text(groups[k], idle_of[k]) for k in ordered[:5]]
+    tips = []
+    causes = {s.cause_op for s in found}
+    if "aten::_local_scalar_dense" in causes or "aten::is_nonzero" in causes:
+        tips.append("keep values such as the loss on the GPU and read them (.item()) every N steps, not every step; "
+                    "decide with tensor ops (torch.where) instead of `if tensor:`")
+    if "aten::nonzero" in causes or "aten::masked_select" in causes:
+        tips.append("replace boolean-mask indexing, whose output size only the GPU knows, by fixed-size ops "
+                    "(torch.where, multiplying by the mask)")
+    if any(s.copy and sf._host_memory(s.copy) is not None for s in found):
+        tips.append("copy to the GPU from pinned memory with .to(device, non_blocking=True)")
+    if any(s.copy and sf._is_to_host(s.copy) for s in found):
+        tips.append("copy results to the CPU less often, or into pinned memory with non_blocking=True and read them "
+                    "after a later synchronize")
+    tips.append(f"torch.cuda.set_sync_debug_mode('warn') names each line that synchronizes ({SYNC_DEBUG}; "
+                f"when a copy call waits: {sf.SYNC_BEHAVIOUR})")
+    where = " inside the step" if c.summary.steps else ""  # no steps: no step to say it is in
+    f = Finding(RuleId.HIDDEN_SYNC, f"Hidden synchronizations: the CPU waits for the GPU{where}", Severity.ISSUE, ev,
+                "; ".join(tips))
+    return c.claimed(f, "the GPU idle in and after the waits, waiting for the CPU",
+                     "without the waits the CPU launches the next work sooner, by up to each wait's length"
+                     + ("; where the CPU sets the pace, the waits themselves leave the step too" if c.budget.cpu_paced
+                        else ""),
+                     cpu=merged(sp for s in found for sp in _wait_spans(s)), cpu_speedup=Speedup.gone(low=2.0),
+                     wait=merged((s.start_us, s.start_us + s.dur_us) for s in found))
+
+
+# --- the optimizer (12) ----------------------------------------------------------------------------------------
+
+_ADAM_STEPS = ("Optimizer.step#Adam.step", "Optimizer.step#AdamW.step")  # torch.optim's spans: the classes with fused=
+_LOOP_OPS = ("aten::_foreach_", "aten::_fused_")
+
+
+def _unfused_optimizer(c: Context) -> Finding | None:
+    t = c.trace
+    if not any(t.indices(name=n) for n in _ADAM_STEPS):
+        return None
+    calls = [o for o in sf.optimizer_work(t, None)
+             if o.optimizer in ("Adam", "AdamW") and o.implementation in (sf.FOREACH, sf.LOOP) and o.launches > 0]
+    if not calls or not any(ln.is_gpu for ln in t.lanes):
+        return None
+    impl, cls = calls[0].implementation, calls[0].optimizer
+    if impl == sf.FOREACH:
+        foreach = [f"{n} x {op}" for op, n in calls[0].ops.items() if op.startswith("aten::_foreach_")]
+        how = "the foreach implementation (" + ", ".join(foreach[:4]) + (", ..." if len(foreach) > 4 else "") + ")"
+    else:
+        per_param = [f"{n} x {op}" for op, n in calls[0].ops.items() if not op.startswith(_LOOP_OPS)][:4]
+        how = "the for-loop implementation, ops per parameter (" + ", ".join(per_param) + ")"
+    ev = [f"{len(calls)} x Optimizer.step#{cls}.step: {how}",
+          f"{statistics.median(o.launches for o in calls):g} pieces of GPU work, {us(statistics.median(o.cpu_us for o in calls))} "
+          f"of CPU time and {us(statistics.median(o.gpu_us for o in calls))} of GPU time per step (median)"]
+    steps = [i for n in _ADAM_STEPS for i in t.indices(name=n) if not t.is_gpu(i)]
+    kernels = [j for i in steps for d in [i] + t.descendants(i) for j in t.gpu_work_of(d)]
+    cpu_speed, gpu_speed = FUSED[impl]
+    f = Finding(RuleId.UNFUSED_OPTIMIZER, f"{cls} without fused=True: the optimizer step in more kernels than needed",
+                Severity.ISSUE, ev,
+                f"{cls}(..., fused=True) (see {sf.ADAMW_DOCS}) updates the parameters in fused kernels: fewer "
+                "launches and less GPU time per step; measure the step before and after")
+    return c.claimed(f, "the optimizer's step: the GPU idle while the CPU ran it, and its GPU work",
+                     f"fused=True cut the step's CPU time {cpu_speed.mid:g}x and its GPU time {gpu_speed.mid:g}x "
+                     f"against the {impl} implementation on the H200 reference set (notebooks 12 and 16)",
+                     cpu=_on_launcher(c, steps), cpu_speedup=cpu_speed,
+                     gpu=merged((t.ts[j], t.end_of(j)) for j in kernels), gpu_speedup=gpu_speed)
+
+
+# --- what remains: the CPU's own work between launches (02, 08, 09) ----------------------------------------
+
+
+def _where_the_cpu_was(c: Context, spans: Spans, top: int = 3) -> str:
+    """The ATen ops (outermost) and labels the launcher ran during ``spans``, by the GPU idle time inside each."""
+    t = c.trace
+    lanes = c.budget.launchers
+    acc: Counter = Counter()
+    for i in t.indices((CPU_OP, ANNOTATION)):
+        if t.is_gpu(i) or (lanes and t.lane[i] not in lanes) or t.name_of(i).startswith("ProfilerStep#"):
+            continue
+        if t.group_of(i) == CPU_OP and any(t.group_of(p) == CPU_OP for p in t.ancestors(i)):
+            continue  # the outermost op stands for its children
+        inside = total(intersection(spans, [(t.ts[i], t.end_of(i))]))
+        if inside > 0:
+            acc[t.name_of(i)] += inside
+    if not acc:
+        return ""
+    return ", ".join(f"{n} {us(v)}" for n, v in acc.most_common(top))
+
+
+def _cpu_bound(c: Context) -> Finding | None:
+    """What no cause claimed of the GPU's wait for the CPU: the CPU's own work between launches."""
+    b = c.budget
+    left = c.ledger.left(Side.CPU, filling=False)
+    if not left or b.window_us <= 0:
+        return None
+    gaps = [e - s for s, e in b.waiting_for_cpu]
+    ev = [f"the GPU waited for the CPU {us(b.waiting_for_cpu_us)} of the {us(b.window_us)} window in all "
+          f"({b.share(b.waiting_for_cpu_us):.0%}), in {len(gaps):,} gaps"
+          + (f" ({sum(1 for g in gaps if 100 <= g < 1000):,} of them 0.1 to 1 ms)" if len(gaps) > 20 else ""),
+          f"the GPU ran work {us(b.busy_us)} ({b.share(b.busy_us):.0%})"
+          + (f"; it idled {us(b.queued_us)} more with its next work already launched (not the CPU's)"
+             if b.queued_us > 0.01 * b.window_us else "")]
+    if b.filling_us > 0.01 * b.window_us:
+        ev.append(f"not counted: the {us(b.filling_us)} before the window's first GPU work, the GPU's queue filling as "
+                  "the recording starts (a loop whose CPU runs ahead does not pay it each step)")
+    where = _where_the_cpu_was(c, left)
+    if where:
+        ev.append(f"where the CPU was in the {us(total(left))} no finding above explains: {where}")
+    durs = facts.durations(c.trace)
+    launch = [c.trace.dur[i] for i in c.trace.indices((RUNTIME, DRIVER)) if c.trace.gpu_work_of(i)]
+    tiny = bool(durs and launch and len(durs) >= 20 and statistics.median(durs) < statistics.median(launch))
+    if tiny:
+        ev.append(f"{len(durs)} pieces of GPU work, median {us(statistics.median(durs))}; a launch call takes "
+                  f"{us(statistics.median(launch))} (median) on the CPU")
+    if graph_phase(c) == "capture":
+        advice = ("this trace records CUDA-graph capture (see graph-capture): read a trace of the replays for the "
+                  "steady step's CPU time")
+    else:
+        advice = ("give each launch more work (larger batches or tensors), launch fewer kernels (fuse ops with "
+                  "torch.compile, CUDA graphs), and keep Python out of the hot loop")
+    rule, title = ((RuleId.TINY_KERNELS, "Kernels shorter than the calls that launch them") if tiny else
+                   (RuleId.CPU_BOUND, "CPU-bound: the GPU waits for the CPU"))
+    severity = Severity.ISSUE
+    if not b.cpu_paced:  # the GPU's work outlasts the CPU's: these gaps are the frame's remainder, not the step's pace
+        ev.insert(0, f"the CPU's own work, {us(b.paced_cpu_us)} from the first GPU work on, is shorter than the GPU's, {us(b.busy_us + b.queued_us)}"
+                     ": the GPU sets the pace, and these gaps are what is left between its work")
+        title = ("Kernels shorter than the calls that launch them, in part of the window" if tiny else
+                 "Gaps between GPU work: the GPU waits for the CPU part of the time")
+        severity = Severity.NOTE
+    f = Finding(rule, title, severity, ev, advice)
+    return c.claimed(f, "the GPU idle while the CPU launched the next work",
+                     "if a fix halved the CPU's work between launches (how much fusion, CUDA graphs or larger batches "
+                     "remove depends on the model); at best the step runs at the GPU's pace",
+                     cpu=left, cpu_speedup=OVERHEAD)
+
+
+#: in the order they claim the GPU's idle time: the most specific cause first, the rest last
+RULES: list[Rule] = [_cold_start, _input_bound, _recompiles, _long_call, _hidden_sync, _unfused_optimizer,
+                     compile_tax, _cpu_bound]

@@ -1,0 +1,295 @@
+"""The rules about the GPU's own work: which kernels and copies its busy time goes to, and what a fix saves.
+
+Each claims, on the ledger (:mod:`helpers.advice.ledger`), the stretches of
+the GPU's busy time its pattern explains, in the order of :data:`RULES`; what
+no pattern claims is the kernels' own work (the GPU-bound note, with the
+roofline). A GPU-side fix shortens the step only where the GPU sets the pace:
+the ledger's gain takes the CPU's own work as its floor.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import Counter
+
+from .. import facts
+from ..facts import hardware, memory, roofline, kernel_kinds as kk, step_facts as sf
+from ..facts.text import nbytes, short, us
+from ..reader.spans import difference, merged
+from ..reader.trace import CPU_OP, MEMCPY, Trace
+from .findings import IDLE_NOTE, Context, Finding, Rule, Severity
+from .ledger import Side, Speedup
+from .rulebook import RuleId
+
+TF32_DOCS = "https://docs.pytorch.org/docs/stable/generated/torch.set_float32_matmul_precision.html"
+TF32_NOTE = "https://docs.pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-later-devices"
+CDIST_DOCS = "https://docs.pytorch.org/docs/stable/generated/torch.cdist.html"
+CHECKPOINT_DOCS = "https://docs.pytorch.org/docs/stable/checkpoint.html"
+#: float32 GEMMs on the CUDA cores at or above this share of GEMM time make a finding
+FP32_GEMM_SHARE = 0.25
+#: the same float32 GEMMs with TF32 allowed, on the H200 reference set: notebook 12's training step 3630 to 854 us of
+#: GEMM time per recording (4.3x), notebook 16's loop 12770 to 2589 us (4.9x); the datasheets' TF32 over FP32 rates
+#: (7.4x on the H200) bound it above
+TF32_MEASURED = 4.5
+#: pageable copies to the GPU smaller than this, in all, are not worth a finding (a label tensor, a scalar)
+PAGEABLE_BYTES = 1 << 20
+#: pinned over pageable copy speed on the H200 reference set (notebook 14's 6 MiB batches: 28.4 against 9.2 GB/s),
+#: for a trace that holds no pinned copy to compare with
+PINNED_MEASURED = 3.1
+#: one allocation holding at least this share of its GPU's peak allocated memory is a spike (a threshold chosen,
+#: not measured: on the H200 reference set the largest single allocation of notebook 13's training steps is under a
+#: quarter of their peak, activations spread over many tensors; one temporary half the peak is another shape)
+SPIKE_SHARE = 0.4
+#: ... and at least this many bytes: a large share of a small peak is no problem on any GPU
+SPIKE_BYTES = 256 << 20
+
+
+def _spans(t: Trace, idx) -> list:
+    return merged((t.ts[j], t.end_of(j)) for j in idx)
+
+
+def _op_chain(t: Trace, j: int) -> str:
+    """The innermost ATen op around the launch of GPU work ``j`` and, if another, the outermost one."""
+    i = t.launch_of(j)
+    if i < 0:
+        return "no launch call in the trace"
+    ops = [t.name_of(p) for p in t.ancestors(i) if t.group_of(p) == CPU_OP]
+    if not ops:
+        return "no op"
+    return ops[0] if len(ops) == 1 else f"{ops[0]} (in {ops[-1]})"
+
+
+def _fp32_gemms(c: Context) -> Finding | None:
+    t = c.trace
+    cc = sf.compute_capability(t)
+    if cc is None or cc < (8, 0) or not sf.is_nvidia(t):  # TF32 tensor cores came with sm_80
+        return None
+    groups = sf.gemm_precision(t, c.summary.kernels)
+    simt = next((g for g in groups if g.math == kk.FP32_SIMT), None)
+    if simt is None or simt.share < FP32_GEMM_SHARE:
+        return None
+    gemm_total = sum(g.total_us for g in groups)
+    ev = [f"{simt.count} GEMM kernels, {us(simt.total_us)} of {us(gemm_total)} GEMM time ({simt.share:.0%}), have "
+          f"names that say float32 on the CUDA cores (SIMT, FFMA), e.g. {short(simt.names[0], 70)}",
+          f"this GPU ({t.device_name}, compute capability {cc[0]}.{cc[1]}) has tensor cores that run TF32, "
+          "from compute capability 8.0 on"]
+    tf32 = next((g for g in groups if g.math == kk.TF32), None)
+    if tf32:
+        ev.append(f"{tf32.count} other GEMM kernels use TF32 ({us(tf32.total_us)}): TF32 is allowed for some "
+                  "ops only (cuDNN's convolutions allow it by default, cuBLAS's matmuls do not)")
+    names = set(simt.names)
+    work = [j for j in facts.gpu_work(t) if t.name_of(j) in names]
+    ops = Counter(_op_chain(t, j) for j in work)
+    if ops:
+        ev.append("launched under " + ", ".join(f"{op} x {n}" for op, n in ops.most_common(4)))
+    fp32, tf = hardware.datasheet_fp32_tflops(t.device_name), hardware.datasheet_tf32_tflops(t.device_name)
+    top = tf / fp32 if fp32 and tf else 8.0
+    f = Finding(RuleId.FP32_GEMM, "float32 GEMMs without tensor cores on a GPU that has them", Severity.ISSUE, ev,
+                "likely TF32 is off for matmuls (PyTorch's default): if float32's last bits do not matter, "
+                "torch.set_float32_matmul_precision('high') lets cuBLAS use TF32 tensor cores, or run the forward "
+                "under torch.autocast in a 16-bit dtype; if these GEMMs were meant to be 16-bit, look where "
+                f"their inputs became float32 (the ops above) ({TF32_DOCS}; {TF32_NOTE})")
+    return c.claimed(f, "float32 GEMMs on the CUDA cores",
+                     f"those GEMMs {TF32_MEASURED:g}x faster with TF32, as on the H200 reference set (notebooks 12 "
+                     f"and 16); at most {top:.1f}x, the datasheet's TF32 over FP32 rate"
+                     + ("" if fp32 and tf else " (no datasheet for this GPU: an assumed bound)"),
+                     gpu=_spans(t, work), gpu_speedup=Speedup(min(TF32_MEASURED, top), 2.0, max(top, 2.0)))
+
+
+def _pageable_copies(c: Context) -> Finding | None:
+    t = c.trace
+    copies = sf.h2d_copies(t)
+    pageable = [x for x in copies if x.memory == "pageable"]
+    size = sum(x.bytes or 0 for x in pageable)
+    if not pageable or size < PAGEABLE_BYTES:
+        return None
+    ev = []
+    for x in pageable:
+        rate = f", {x.gb_per_s:.1f} GB/s" if x.gb_per_s is not None else ""
+        ev.append(f"{x.count} x {x.name}: {nbytes(x.bytes or 0)} in {us(x.total_us)} on the GPU{rate}")
+    pinned = [x for x in copies if x.memory == "pinned" and x.gb_per_s is not None]
+    for x in pinned:
+        ev.append(f"against {x.count} x {x.name} in the same trace: {x.gb_per_s:.1f} GB/s")
+    from .cpu_rules import syncs  # the copies that made the CPU wait (hidden-sync claims their idle time)
+    waits = [s for s in syncs(c) if s.copy and "Pageable -> Device" in s.copy]
+    if waits:
+        ev.append(f"{len(waits)} of them made the CPU wait ({' + '.join(waits[0].calls)} under "
+                  f"{waits[0].cause_op or waits[0].op}): their idle time is hidden-sync's")
+    rates = [x.gb_per_s for x in pageable if x.gb_per_s]
+    ratio = (max(x.gb_per_s for x in pinned) / statistics.median(rates)) if pinned and rates else PINNED_MEASURED
+    names = {x.name for x in pageable}
+    work = [j for j in facts.gpu_work(t) if t.group_of(j) == MEMCPY and t.name_of(j) in names]
+    f = Finding(RuleId.PAGEABLE_COPIES, "Copies to the GPU from pageable memory", Severity.ISSUE, ev,
+                "pin the batches (DataLoader(pin_memory=True), which pins in a background thread) and copy with "
+                ".to(device, non_blocking=True), so that the copy goes by DMA without a staging buffer and the CPU "
+                f"need not wait; pinning each tensor yourself costs time too ({PINNED_DOCS}; {sf.SYNC_BEHAVIOUR})")
+    return c.claimed(f, "the copies from pageable memory, on the GPU",
+                     f"the copies {ratio:.1f}x faster from pinned memory ("
+                     + ("this trace's pinned copies" if pinned else "the H200 reference set's, notebook 14") + ")",
+                     gpu=_spans(t, work), gpu_speedup=Speedup(max(ratio, 1.0), max(ratio / 2, 1.0), ratio * 1.5))
+
+
+PINNED_DOCS = "https://docs.pytorch.org/tutorials/intermediate/pinmem_nonblock.html"
+
+
+def _bias_copy(c: Context) -> Finding | None:
+    t = c.trace
+    found = []
+    for j in facts.gpu_work(t):
+        if t.group_of(j) != MEMCPY or "DtoD" not in t.name_of(j) and "Device -> Device" not in t.name_of(j):
+            continue
+        i = t.launch_of(j)
+        ops = [t.name_of(p) for p in t.ancestors(i)] if i >= 0 else []
+        if any(o in ("aten::addmm", "aten::baddbmm") for o in ops):
+            found.append(j)
+    if not found:
+        return None
+    size = t.args.get(found[0], {}).get("bytes")
+    total = sum(t.dur[j] for j in found)
+    f = Finding(RuleId.ADDMM_BIAS_COPY, "Device-to-device copy before a GEMM: addmm copying its bias", Severity.NOTE,
+                [f"{len(found)} x {t.name_of(found[0])}" + (f" of {nbytes(size)}" if size else "")
+                 + f" under aten::addmm, {us(total)} in all",
+                 "with a full-matrix bias, ATen's CUDA addmm copies it into the output, then the GEMM adds its "
+                 "product onto it"],
+                "expected when the bias is a full matrix (torch.addmm, or torch.compile's rewrite of matmul + add); "
+                "a 1-D bias, as nn.Linear has, can go to the GEMM's bias epilogue with no copy")
+    return c.claimed(f, "the bias copies on the GPU", gpu=_spans(t, found))
+
+
+def _op_of(t: Trace, j: int) -> int:
+    """The innermost ATen op around the launch of kernel ``j``, or -1."""
+    i = t.launch_of(j)
+    return next((p for p in t.ancestors(i) if t.group_of(p) == CPU_OP), -1) if i >= 0 else -1
+
+
+def _variance(c: Context) -> Finding | None:
+    """Launches of the same kernel doing the same work (same name, grid, block and op input shapes and types) that
+    differ in time. Launches that record neither a grid nor their op's shapes are not compared: the same name is not
+    the same work. Collectives are left out: their time holds the wait for other ranks, not a kernel's own variance.
+    """
+    t = c.trace
+    candidates = []
+    for k in c.summary.kernels:
+        if k.kind in (kk.COPY, kk.FILL, kk.COLLECTIVE):  # copies vary with what they copy from (pageable memory...)
+            continue
+        if k.count >= 5 and k.median_us >= 5 and k.max_us > 1.1 * k.median_us:
+            candidates.append((k, [j for j in t.indices(name=k.name) if t.is_gpu(j)]))
+    if not candidates:
+        return None
+    ops = {j: _op_of(t, j) for _, js in candidates for j in js}
+    from ..facts.op_shapes import op_shapes
+
+    shapes = op_shapes(t, sorted({o for o in ops.values() if o >= 0}))
+    worst = None
+    for k, js in candidates:
+        groups: dict[tuple, list[int]] = {}
+        for j in js:
+            a = t.args.get(j, {})
+            s = None if shapes.missing else shapes.by_op.get(ops[j])
+            if a.get("grid") is None and s is None:
+                continue  # nothing says what work this launch did
+            key = (str(a.get("grid")), str(a.get("block")),
+                   None if s is None else json.dumps(s.dims), None if s is None else json.dumps(s.types))
+            groups.setdefault(key, []).append(j)
+        for key, members in groups.items():
+            durs = [t.dur[j] for j in members]
+            if len(durs) < 5:
+                continue
+            med = statistics.median(durs)
+            if med < 5 or max(durs) <= 1.1 * med:
+                continue
+            spread = max(durs) / med - 1
+            if worst is None or spread > worst[0]:
+                worst = (spread, k, key, members, med)
+    if worst is None:
+        return None
+    spread, k, key, members, med = worst
+    durs = [t.dur[j] for j in members]
+    grid, block, dims, _types = key
+    same = ([f"grid {grid}, block {block}"] if grid != "None" else []) + ([f"inputs {dims}"] if dims is not None else [])
+    ev = [f"{len(durs)} x {short(k.name, 60)} with the same " + ", ".join(same)
+          + f": median {us(med)}, min {us(min(durs))}, max {us(max(durs))} (+{spread:.0%} over the median)"]
+    if dims is None:
+        ev.append("their ops' input shapes could not be compared: " + (shapes.missing or "no Input Dims for these ops")
+                  .removeprefix("not sized: "))
+    if len(durs) < k.count:
+        ev.append(f"compared only with each other: the trace holds {k.count} launches of that name in all, "
+                  "some doing other work (another grid or other shapes)")
+    f = Finding(RuleId.KERNEL_VARIANCE, "The same kernel doing the same work with different durations",
+                Severity.NOTE, ev,
+                "quote the median and study the outliers apart; possible causes to test: clocks, heat, "
+                "power management, driver housekeeping (the article's list), other work on the GPU")
+    slow = [(t.ts[j] + med, t.end_of(j)) for j in members if t.dur[j] > med]
+    return c.claimed(f, "the slower launches' time beyond the median", gpu=merged(slow))
+
+
+def _memory_spike(c: Context) -> Finding | None:
+    """One allocation (or one op's allocations) holding a large share of a GPU's peak allocated memory.
+
+    Unsized in time: memory is not time, and what the spike costs (a smaller batch, an out-of-memory error) is not
+    in the trace. The GPU time of the ops that made it is evidence, not a size.
+    """
+    t = c.trace
+    big = memory.large_allocations(t, SPIKE_SHARE, SPIKE_BYTES)
+    if not big:
+        return None
+    peaks = {p.device: p for p in memory.memory_peaks(t)}
+    top = max(big, key=lambda a: a.bytes)
+    pk = peaks[top.device]
+    ops = Counter(a.op or "no op around it" for a in big if a.device == top.device)
+    sizes = sorted({a.bytes for a in big if a.device == top.device})
+    size = nbytes(sizes[0]) if len(sizes) == 1 else f"{nbytes(sizes[0])} to {nbytes(sizes[-1])}"
+    n = sum(ops.values())
+    ev = [f"{n} allocation{'s' if n != 1 else ''} of {size} on {top.device}, the largest {top.share_of_peak:.0%} of "
+          f"its peak allocated memory ({nbytes(pk.peak_allocated)}); made under "
+          + ", ".join(f"{op} x {k}" for op, k in ops.most_common())]
+    where = ", ".join(x for x in (pk.peak_allocated_step, f"in '{pk.peak_allocated_in}'" if pk.peak_allocated_in
+                                  else None) if x)
+    if pk.allocated_before > 0:
+        ev.append(f"{nbytes(pk.allocated_before)} was allocated before the first recorded allocation (what the "
+                  f"program held when recording began); the largest allocation alone is "
+                  f"{top.bytes / pk.allocated_before:,.0f}x that")
+    if where:
+        ev.append(f"the peak is reached in {where}")
+    calls = {a.op_index for a in big if a.device == top.device and a.op_index >= 0}
+    busy = c.budget.busy_us
+    gpu = sum(facts.gpu_time_under(t, i) for i in calls)
+    if calls and busy > 0:
+        ev.append(f"the kernels of those {len(calls)} op calls ran {us(gpu)}, {gpu / busy:.0%} of the GPU's busy time")
+    return Finding(RuleId.MEMORY_SPIKE, "Memory spike: one allocation holds a large share of the peak",
+                   Severity.ISSUE, ev,
+                   "avoid materialising the large temporary: compute it in chunks (a loop over blocks of rows, each "
+                   "temporary a fraction of the size), or use an op that never builds it: for distances "
+                   "torch.cdist, whose default computes Euclidean distances through a matrix product beyond 25 rows "
+                   f"({CDIST_DOCS}); torch.compile can fuse an elementwise chain into the reduction that follows it; "
+                   f"for activations kept for backward, activation checkpointing ({CHECKPOINT_DOCS})")
+
+
+
+
+def _gpu_bound(c: Context) -> Finding | None:
+    """What no pattern claimed of the GPU's busy time, where the GPU sets the pace (its work outlasts the CPU's)."""
+    b, t = c.budget, c.trace
+    # collectives are the rank rules' (communication-bound, low-overlap): not the kernels' own work
+    comm = list(b.collectives)
+    left = difference(c.ledger.left(Side.GPU), comm) if comm else c.ledger.left(Side.GPU)
+    if not left or b.cpu_paced:
+        return None
+    ev = [f"the GPU ran work {us(b.busy_us)} of the {us(b.window_us)} window ({b.share(b.busy_us):.0%}); the CPU's "
+          f"own work from the first GPU work on took {us(b.paced_cpu_us)}"]
+    shape = roofline.dominant(roofline.roofline(c.trace))
+    if shape is not None:  # memory-bound kernels (fuse them) or compute-bound ones near their peak: not one advice
+        ev.append(roofline.dominant_text(shape))
+    idle = b.share(b.waiting_for_cpu_us)
+    if idle >= IDLE_NOTE:
+        ev.append(f"yet it waited for the CPU {idle:.0%} of the window: by the totals the GPU sets the pace, but part "
+                  "of the time it waits (the findings above say for what)")
+    f = Finding(RuleId.GPU_BOUND, "GPU-bound: the GPU's kernels set the pace", Severity.NOTE, ev,
+                "look at the longest kernels: how near each comes to the GPU's peaks (the roofline in summarize), "
+                "then kernel choice, dtype, shapes, fusion")
+    return c.claimed(f, "the GPU busy with work no finding above explains", gpu=left)
+
+
+#: in the order they claim the GPU's busy time: the most specific pattern first, the kernels' own work last
+RULES: list[Rule] = [_fp32_gemms, _pageable_copies, _bias_copy, _variance, _memory_spike, _gpu_bound]

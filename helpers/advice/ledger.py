@@ -1,0 +1,133 @@
+"""The window's time as the findings claim it, and the gain each fix should bring.
+
+Two kinds of time can be won back (:mod:`helpers.facts.budget`): the GPU's
+idle time while it waited for the CPU (a CPU-side fix launches the work
+sooner) and the GPU's busy time (a GPU-side fix makes the work shorter).
+Each microsecond of either is claimed by one finding at most, the first rule
+to ask for it keeping it, so the shares of the findings on one side add up
+to that side's share of the window, never more.
+
+The gain is Amdahl's law on the step, with the other side as a floor: a
+fix that saves ``saved`` µs of a window of ``W`` µs leaves
+``max(W - saved, floor)``, where the floor is what the fix does not touch (a
+CPU-side fix cannot take the step below the GPU's own work; a GPU-side one
+cannot take it below the CPU's). A part made ``s`` times faster saves
+``claimed * (1 - 1/s)``; ``s`` comes with a range, and so does the gain.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .. import Word
+from ..facts.budget import Budget
+from ..reader.spans import Spans, difference, intersection, merged, total
+
+
+class Side(Word):
+    """The time a finding claims."""
+
+    CPU = "cpu"  # the GPU's idle time waiting for the CPU
+    GPU = "gpu"  # the GPU's busy time
+
+
+@dataclass(frozen=True)
+class Speedup:
+    """How much faster a part gets: a point figure and the range it may lie in (math.inf: the part goes away)."""
+
+    mid: float
+    low: float
+    high: float
+
+    @classmethod
+    def gone(cls, low: float = math.inf) -> "Speedup":
+        """The part disappears (``low``: unless only part of it does)."""
+        return cls(math.inf, low, math.inf)
+
+
+@dataclass(frozen=True)
+class Gain:
+    """The step's time before over its time after a fix, with its range and what it assumed."""
+
+    speedup: float
+    low: float
+    high: float
+    basis: str
+    of: str = "the step"  # what gets faster: "the step", or "the recording" for a one-time cost
+
+    def words(self) -> str:
+        """'fixing this should make the step about 2.1x faster (1.4x to 3.0x)'."""
+        if self.speedup < 1.05:
+            return f"fixing this alone should change {self.of} little (under 5%)"
+        span = f" ({self.low:.2g}x to {self.high:.2g}x)" if self.high / self.low > 1.1 else ""
+        if self.of != "the step":
+            return f"without it {self.of} should be about {self.speedup:.2g}x shorter{span}"
+        return f"fixing this should make the step about {self.speedup:.2g}x faster{span}"
+
+
+class Ledger:
+    """The claims of one trace's findings on each side's time."""
+
+    def __init__(self, budget: Budget) -> None:
+        self.budget = budget
+        # the queue filling at the window's start is the CPU's only where a cause names it (see Budget.filling)
+        self._free = {Side.CPU: merged(list(budget.waiting_for_cpu) + list(budget.filling)), Side.GPU: list(budget.busy)}
+
+    def claim(self, side: Side, spans: Spans, at_most_us: float | None = None) -> Spans:
+        """The part of ``spans`` on ``side`` that no earlier finding claimed, now claimed (``at_most_us``: the
+        earliest part of it up to that many µs)."""
+        got = intersection(self._free[side], merged(spans))
+        if at_most_us is not None:
+            got = _first(got, at_most_us)
+        self._free[side] = difference(self._free[side], got)
+        return got
+
+    def left(self, side: Side, filling: bool = True) -> Spans:
+        """What no finding has claimed yet on ``side`` (``filling=False``: less the queue filling at the start)."""
+        free = list(self._free[side])
+        return free if filling or side != Side.CPU else difference(free, self.budget.filling)
+
+    def gain(self, basis: str, *, of: str = "the step", cpu_us: float = 0.0, cpu: Speedup | None = None, gpu_us: float = 0.0,
+             gpu: Speedup | None = None, wait_us: float = 0.0) -> Gain:
+        """The step's speedup when the CPU-side part (``cpu_us`` of idle time) gets ``cpu`` times faster and the
+        GPU-side part (``gpu_us`` of busy time) ``gpu`` times faster; ``wait_us``: the CPU's waits for the GPU that the
+        fix removes as well, at ``cpu``'s rate (while the GPU ran: where the CPU sets the pace, they are the step's)."""
+        b = self.budget
+        w = b.window_us
+        if w <= 0:
+            return Gain(1.0, 1.0, 1.0, basis, of)
+
+        def after(sc: float, sg: float) -> float:
+            saved_cpu = cpu_us * (1 - 1 / sc) if cpu_us else 0.0
+            saved_gpu = gpu_us * (1 - 1 / sg) if gpu_us else 0.0
+            saved_wait = wait_us * (1 - 1 / sc) if wait_us else 0.0
+            floor = max(b.busy_us + b.queued_us - saved_gpu, b.cpu_work_us - saved_cpu, 0.0)
+            return max(w - saved_cpu - saved_gpu - saved_wait, floor, 1e-9)
+
+        c, g = cpu or Speedup(1.0, 1.0, 1.0), gpu or Speedup(1.0, 1.0, 1.0)
+        return Gain(w / after(c.mid, g.mid), w / after(c.low, g.low), w / after(c.high, g.high), basis, of)
+
+
+def amdahl(share: float, speed: Speedup, basis: str) -> Gain:
+    """Amdahl's law for a part that is ``share`` of the step and gets ``speed`` times faster: the step's speedup."""
+    def one(s: float) -> float:
+        rest = (1 - share) + (share / s if math.isfinite(s) else 0.0)
+        return 1 / max(rest, 1e-9)
+    return Gain(one(speed.mid), one(speed.low), one(speed.high), basis)
+
+
+def _first(spans: Spans, us: float) -> Spans:
+    """The earliest ``us`` microseconds of ``spans``."""
+    out: Spans = []
+    left = us
+    for s, e in spans:
+        if left <= 0:
+            break
+        take = min(e - s, left)
+        out.append((s, s + take))
+        left -= take
+    return out
+
+
+__all__ = ["Gain", "Ledger", "Side", "Speedup", "amdahl", "total"]

@@ -1,0 +1,269 @@
+"""The rules about the recording itself: what it left out, what the profiler added, and what phase of a program it
+holds (a CUDA graph's capture or its replays, a rank inside its collectives).
+
+They claim no time on the ledger, but for the compile tax (the CPU's time in compiled calls beyond their GPU
+work): they say how to read the time the other rules divide.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from .. import facts
+from ..facts import kernel_kinds as kk
+from ..facts.text import us
+from ..reader.trace import ANNOTATION, CPU_OP, DRIVER, RUNTIME, Trace
+from .findings import Context, Finding, Rule, Severity
+from .ledger import Speedup
+from .rulebook import RuleId
+
+#: launch calls whose name says they start GPU work (CUDA's and HIP's, runtime and driver)
+LAUNCH_WORDS = ("LaunchKernel", "launchKernel", "GraphLaunch", "ModuleLaunch", "LaunchCooperative")
+#: calls that say a CUDA (or HIP) graph is being captured (not ...GetCaptureInfo or ...IsCapturing: PyTorch's caching
+#: allocator asks those on every allocation, captured or not)
+CAPTURE_CALLS = ("BeginCapture", "EndCapture", "GraphInstantiate")
+#: labels that say so (vLLM's and others' record_function names around a capture)
+CAPTURE_LABELS = ("capture_", "cuda_graph_capture", "CUDAGraph.capture")
+GRAPH_LAUNCH = ("cudaGraphLaunch", "hipGraphLaunch")
+#: a GPU left idle with its next work launched this share of the window or more gets a word on it
+QUEUED_SHARE = 0.05
+#: a compiled call is a tax when its traced CPU time is more than this many times the GPU work it launches
+COMPILE_TAX_FACTOR = 2.0
+
+
+# --- what the recording holds ------------------------------------------------------------------------------
+
+
+def _not_recorded(c: Context) -> Finding | None:
+    """GPU work launched but none recorded, or GPU work recorded and no CPU op: a recording with an activity off."""
+    t = c.trace
+    calls = t.indices((RUNTIME, DRIVER))
+    launches = [i for i in calls if any(w in t.name_of(i) for w in LAUNCH_WORDS)]
+    copies = [i for i in calls if "emcpy" in t.name_of(i)]
+    work = facts.gpu_work(t)
+    if (launches or copies) and not work:
+        return Finding(RuleId.NOT_RECORDED, "GPU activity not recorded: launches, but no kernel on a GPU lane",
+                       Severity.NOTE,
+                       [f"{len(launches)} launch calls and {len(copies)} copy calls on the CPU, no kernel, copy or "
+                        "fill on any GPU lane: the GPU's side of the recording is missing, so its idle time cannot "
+                        "be read (this is no GPU idle 100%)"],
+                       "profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] (CUPTI, or ROCm's "
+                       "roctracer, must be available to the process), and check the trace holds GPU lanes")
+    if work and not t.indices((CPU_OP,)):
+        return Finding(RuleId.NOT_RECORDED, "CPU activity not recorded: GPU work, but no ATen op on the CPU",
+                       Severity.NOTE,
+                       [f"{len(work)} pieces of GPU work and no CPU op: what launched them, and when, is not in the "
+                        "trace, so the GPU's idle time cannot be put down to anything on the CPU"],
+                       "profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]")
+    return None
+
+
+def _gpu_behind(c: Context) -> Finding | None:
+    """The GPU idle although its next work had been launched long before: behind something, not waiting for the CPU."""
+    b, t = c.budget, c.trace
+    if b.window_us <= 0 or b.queued_us < QUEUED_SHARE * b.window_us:
+        return None
+    s, e = max(b.queued, key=lambda x: x[1] - x[0])
+    work = sorted(facts.gpu_work(t), key=t.ts.__getitem__)
+    nxt = next((j for j in work if t.ts[j] >= e - 1e-6), None)
+    ev = [f"the GPU idled {us(b.queued_us)} ({b.share(b.queued_us):.0%} of the window) while its next work had "
+          f"already been launched (more than {us(b.late_us)} before it ran)"]
+    if nxt is not None and t.launch_of(nxt) >= 0:
+        i = t.launch_of(nxt)
+        ev.append(f"the longest stretch: {us(e - s)}, before {t.name_of(nxt)[:60]}, launched by {t.name_of(i)} "
+                  f"{us(t.ts[nxt] - t.ts[i])} before it started")
+    last_cpu = max((t.end_of(i) for i in t.indices((CPU_OP, RUNTIME, DRIVER)) if not t.is_gpu(i)), default=None)
+    if last_cpu is not None and last_cpu < e:
+        ev.append(f"the CPU's last event ends {us(e - last_cpu)} before that work starts: everything was queued")
+    f = Finding(RuleId.GPU_BEHIND, "The GPU started late: work queued, not waiting for the CPU", Severity.NOTE, ev,
+                "this idle time is not the CPU's: the GPU was behind something the trace does not show as work (a "
+                "dependency on another stream or event, a graph's set-up, the recording starting before the GPU was "
+                "free); look at what ran on the GPU before the recording, and at stream and event waits")
+    return c.sized(f, b.queued_us, "the GPU idle with its next work already launched")
+
+
+def graph_phase(c: Context) -> str | None:
+    """'capture' when the trace captures a CUDA (or HIP) graph, 'replay' when it only replays one, else None."""
+    def compute() -> str | None:
+        t = c.trace
+        names = set(t.name_of(i) for i in t.indices((RUNTIME, DRIVER, ANNOTATION)))
+        if any(any(w in n for w in CAPTURE_CALLS) or n.startswith(CAPTURE_LABELS) for n in names):
+            return "capture"
+        if any(n in names for n in GRAPH_LAUNCH):
+            return "replay"
+        return None
+    return c.once("graph phase", compute)
+
+
+def _graphs(c: Context) -> Finding | None:
+    """A trace of CUDA graphs: their capture, or their replays (and the work each replay ran)."""
+    phase = graph_phase(c)
+    if phase is None:
+        return None
+    t = c.trace
+    launches = [i for n in GRAPH_LAUNCH for i in t.indices(name=n) if not t.is_gpu(i)]
+    per = [len(t.gpu_work_of(i)) for i in launches]
+    if phase == "capture":
+        words = sorted({t.name_of(i) for i in t.indices((RUNTIME, DRIVER, ANNOTATION))
+                        if any(w in t.name_of(i) for w in CAPTURE_CALLS) or t.name_of(i).startswith(CAPTURE_LABELS)})[:4]
+        calls = sum(1 for i in t.indices((RUNTIME, DRIVER)) if any(w in t.name_of(i) for w in LAUNCH_WORDS))
+        return Finding(RuleId.GRAPH_CAPTURE, "CUDA-graph capture: this trace records a graph being built, not its "
+                       "replays", Severity.NOTE,
+                       [f"capture calls and labels: {', '.join(words)}",
+                        f"{calls} launch calls and {len(facts.gpu_work(t))} pieces of GPU work: during capture the "
+                        "launches are recorded into the graph and mostly not run"],
+                       "read the steady step from a trace of the replays (record after warm-up and capture); "
+                       "the capture's CPU time is a one-time cost, not what the step pays")
+    return Finding(RuleId.GRAPH_REPLAY, "CUDA-graph replays: one launch runs many kernels", Severity.NOTE,
+                   [f"{len(launches)} graph launches ({', '.join(sorted({t.name_of(i) for i in launches}))})"
+                    + (f", {statistics.median(per):g} pieces of GPU work per replay (median)" if per else "")],
+                   "the CPU pays one launch per replay: its time per step no longer grows with the kernels; judge "
+                   "the replayed kernels by their own time (the GPU side)")
+
+
+# --- what the profiler adds (03, 04) ------------------------------------------------------------------------
+
+
+def _occupancy_queries(c: Context) -> Finding | None:
+    t = c.trace
+    per_step = facts.occupancy_queries_by_step(t)
+    total_q = {n: x.count for n, x in ((x.name, x) for x in c.summary.calls) if kk.is_occupancy_query(n)}
+    if not total_q:
+        return None
+    ops = sorted(facts.ops_around(t, kk.is_occupancy_query))
+    ev = [f"{sum(total_q.values())} occupancy queries ({', '.join(f'{n} x {q}' for q, n in total_q.items())})"
+          + (f" under {', '.join(ops)}" if ops else "")]
+    steps_with = [s for s, q in per_step if q]
+    if per_step:
+        ev.append(f"in {len(steps_with)} of {len(per_step)} recorded steps"
+                  + (f" ({', '.join(steps_with[:4])})" if steps_with else ""))
+    if not per_step:
+        advice = ("this trace has no profiler steps to place them in; the kernels launched after them are library "
+                  "kernels (GEMM, convolution): judge those by their resources and throughput")
+    elif len(steps_with) == len(per_step):
+        advice = ("they come every step, so each call pays for them on the CPU; the kernels launched after them are "
+                  "library kernels (GEMM, convolution): judge those by their resources and throughput")
+    else:
+        advice = ("they come only in some steps, which fits a library setting itself up once; warm up, or keep the "
+                  "first step out of the recording")
+    return Finding(RuleId.OCCUPANCY_QUERIES, "Occupancy queries: a library working out how its kernels fit an SM",
+                   Severity.NOTE, ev, advice)
+
+
+def _profiler_flush(c: Context) -> Finding | None:
+    cs = c.summary.artifacts.closing_sync
+    w = c.budget.window_us
+    if not cs or w <= 0 or cs.dur_us < 0.05 * w:
+        return None
+    idle = cs.idle_share
+    ev = [f"last {cs.name} took {us(cs.dur_us)} ({cs.dur_us / w:.0%} of the window)"
+          + (f", GPU idle for {idle:.0%} of it" if idle is not None else "")]
+    if idle is not None and idle < 0.5:
+        meaning = ("the GPU was busy for most of it: the CPU had run ahead and waited for queued work; that wait is "
+                   "real GPU time, not the profiler's")
+    else:
+        meaning = ("the GPU was idle for most of it, so the time did not go to waiting for kernels: it is not your "
+                   "GPU work; one hypothesis is the profiler's own work as it stops")
+    return Finding(RuleId.PROFILER_FLUSH, "Long synchronize at the end: the profiler's own synchronize before it stops",
+                   Severity.NOTE, ev, f"do not count it against your code: {meaning}")
+
+
+def _buffer_request(c: Context) -> Finding | None:
+    bufs = c.summary.artifacts.buffer_requests
+    if not bufs:
+        return None
+    return Finding(RuleId.PROFILER_BUFFER, "Activity Buffer Request: the profiler allocating its own buffers",
+                   Severity.NOTE, [f"{b.name} on '{b.lane}', {us(b.dur_us)}" for b in bufs[:3]],
+                   "profiler overhead, not your code: schedule(wait=1, warmup=1, ...) moves it out of the "
+                   "recorded steps")
+
+
+# --- torch.compile's frames (08) -------------------------------------------------------------------------------
+
+
+def _compiled_frames(c: Context) -> Finding | None:
+    """A compiled function split by graph breaks, or one graph reused every call (recompiles: cpu_rules)."""
+    comp = c.summary.compiled
+    if not comp.any or facts.recompiles(comp.regions):
+        return None
+    frames = {r.split(": ")[-1].split("/")[0] for r in comp.regions}
+    if len(frames) > 1:
+        return Finding(RuleId.GRAPH_BREAKS, "Several compiled frames: the function was split by graph breaks",
+                       Severity.NOTE, [f"{n} x {r}" for r, n in sorted(comp.regions.items())],
+                       "TORCH_LOGS=graph_breaks names each break; code between graphs runs eagerly")
+    if c.once("compile tax", lambda: None) is not None:
+        return None
+    return Finding(RuleId.COMPILE_CACHE_HITS, "torch.compile: one graph, reused every call", Severity.NOTE,
+                   [f"{n} x CompiledFxGraph {h} (the same graph every call: cache hits)"
+                    for h, n in comp.graph_hashes.items()],
+                   "nothing to fix; read the generated code under /tmp/torchinductor_<user>/ to see what was fused")
+
+
+def compile_tax(c: Context) -> Finding | None:
+    """Compiled calls whose traced CPU time is several times the GPU work they launch (a CPU-side claim)."""
+    comp = c.summary.compiled
+    if not comp.any or facts.recompiles(comp.regions):
+        return None
+    frames = {r.split(": ")[-1].split("/")[0] for r in comp.regions}
+    region = next(iter(comp.regions), None)
+    if len(frames) > 1 or region is None:
+        return None
+    t = c.trace
+    calls = [i for i in t.indices((CPU_OP,), name=region)]
+    cpu = [t.dur[i] for i in calls]
+    gpu = [facts.gpu_time_under(t, i) for i in calls]
+    # Twice, not merely more: under the profiler a compiled call's CPU time is several times its own (notebook 08
+    # measures it), so a call whose GPU work is close to its traced CPU time is not shown to be a tax.
+    if not (cpu and gpu and COMPILE_TAX_FACTOR * statistics.median(gpu) < statistics.median(cpu)):
+        return None
+    ev = [f"{n} x CompiledFxGraph {h}" for h, n in comp.graph_hashes.items()]
+    ev.append(f"each '{region}' call takes {us(statistics.median(cpu))} on the CPU and launches "
+              f"{us(statistics.median(gpu))} of GPU work (more than {COMPILE_TAX_FACTOR:g}x)")
+    f = Finding(RuleId.COMPILE_TAX, "Compiled region costs more CPU time than the GPU work it launches",
+                Severity.ISSUE, ev,
+                "confirm it without the profiler first (torch.utils.benchmark.Timer: the profiler inflates CPU time "
+                "per op); then compile larger graphs, batch the work, or try mode='reduce-overhead' (CUDA graphs) "
+                "and measure")
+    got = c.claimed(f, "the GPU idle during the compiled calls",
+                    "if compiling larger graphs or CUDA graphs halved the calls' CPU time (the profiler inflates it: "
+                    "measure without it)", cpu=[(t.ts[i], t.end_of(i)) for i in calls],
+                    cpu_speedup=Speedup(2.0, 1.0, 4.0))
+    if got is not None:
+        c.once("compile tax", lambda: got)
+    return got
+
+
+# --- a rank of a distributed job (15) -------------------------------------------------------------------------
+
+#: collectives at or above this share of the window (not of the GPU's busy time: a rank whose GPU mostly idles is
+#: not inside its collectives, however few kernels it runs besides them)
+IN_COLLECTIVES_SHARE = 0.5
+
+
+def _in_collectives(c: Context) -> Finding | None:
+    """A rank whose GPU time is mostly in collectives: sent to the folder view, no CPU/GPU verdict."""
+    b = c.summary.balance
+    w = c.budget.window_us
+    if b.verdict != facts.IN_COLLECTIVES or w <= 0 or b.collective_us < IN_COLLECTIVES_SHARE * w:
+        return None
+    ev = [f"{us(b.collective_us)} of the {us(w)} window is in collectives ({b.collective_us / w:.0%}); "
+          f"{us(b.collective_exposed_us)} of it with no other GPU work beside it",
+          "a collective's kernel runs from when this rank enters it until every rank has: its time holds the wait for "
+          "the slowest rank as well as the transfer, and one rank's trace cannot tell them apart"]
+    f = Finding(RuleId.INSIDE_COLLECTIVES, "Inside collectives: this rank's GPU mostly waits for the other ranks or "
+                "the network", Severity.ISSUE, ev,
+                "diagnose the folder of every rank's trace (python -m helpers diagnose FOLDER): it names the rank "
+                "the others wait for, if any, and what remains once it is fixed")
+    return c.sized(f, b.collective_exposed_us, "collectives with nothing beside them")
+
+
+def in_collectives(c: Context) -> bool:
+    """Whether the rank is inside its collectives: then the CPU/GPU rules' time is the waiting's."""
+    b = c.summary.balance
+    return (b.verdict == facts.IN_COLLECTIVES and c.budget.window_us > 0
+            and b.collective_us >= IN_COLLECTIVES_SHARE * c.budget.window_us)
+
+
+#: the rules that frame the rest (run first) and the notes on the profiler's own footprints (run last)
+FIRST: list[Rule] = [_not_recorded, _in_collectives, _gpu_behind, _graphs]
+LAST: list[Rule] = [_compiled_frames, _occupancy_queries, _profiler_flush, _buffer_request]
