@@ -184,6 +184,11 @@ _V100 = ("NVIDIA V100 Tensor Core GPU datasheet (SXM2 column), https://images.nv
 _T4 = ("NVIDIA T4 Tensor Core GPU datasheet, https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/"
        "tesla-t4/t4-tensor-core-datasheet-951643.pdf")
 
+_MI300X = ("AMD Instinct MI300X data sheet, https://www.amd.com/content/dam/amd/en/documents/instinct-tech-docs/"
+           "data-sheets/amd-instinct-mi300x-data-sheet.pdf")
+_MI250 = ("AMD Instinct MI250 and MI250X data sheets (one OAM module, two GCDs: the figures here are half of each, for "
+          "the one GCD a process sees), https://www.amd.com/en/products/accelerators/instinct/mi200.html")
+
 #: most specific first: the first row whose words all appear in the GPU's name is its datasheet.
 #: Columns: name words, capability, 16-bit tensor-core TFLOP/s (dense), memory TB/s, FP32 (CUDA cores) TFLOP/s,
 #: TF32 tensor-core TFLOP/s (dense: half the datasheet's "with sparsity" figure), source.
@@ -199,7 +204,30 @@ DATASHEETS: tuple[Datasheet, ...] = (
     Datasheet(("a10g",), (8, 6), 70.0, 0.6, None, None, _A10G),  # no vendor FP32/TF32 figure for the A10G
     Datasheet(("v100",), (7, 0), 125.0, 0.9, 15.7, None, _V100),  # Volta: no TF32
     Datasheet(("t4",), (7, 5), 65.0, 0.32, 8.1, None, _T4),  # Turing: no TF32
+    # AMD (its "capability" is the gfx version ROCm reports as computeMajor.computeMinor, not a CUDA one)
+    Datasheet(("mi300x",), (9, 4), 1307.4, 5.3, 163.4, 653.7, _MI300X),  # dense BF16, TF32; FP32 vector
+    Datasheet(("mi250x", "gcd"), (9, 0), 191.5, 1.6384, 23.95, None, _MI250),  # 383 / 2, 3.2768 / 2, 47.9 / 2
+    Datasheet(("mi250", "gcd"), (9, 0), 181.05, 1.6384, 22.65, None, _MI250),  # 362.1 / 2, 3.2768 / 2, 45.3 / 2
 )
+
+#: ROCm traces often name no GPU (an empty name, or "AMD Radeon Graphics"): (computeMajor, computeMinor, numSms, the
+#: CUs ROCm reports) -> the part they fit, from the same data sheets' compute-unit counts
+AMD_PARTS = {(9, 4, 304): "AMD Instinct MI300X", (9, 0, 110): "AMD Instinct MI250X GCD",
+             (9, 0, 104): "AMD Instinct MI250 GCD"}
+_GENERIC_NAMES = ("", "amd radeon graphics")
+
+
+def identify(devices: list[dict]) -> str | None:
+    """The GPU a trace's deviceProperties fit when their name says none (ROCm's empty or generic name): the first
+    device's (compute version, compute units) looked up in :data:`AMD_PARTS`; None when nothing fits."""
+    for p in devices:
+        name = p.get("name")
+        if isinstance(name, str) and name.strip().lower() not in _GENERIC_NAMES:
+            return None  # it names itself: the datasheet lookup goes by that name
+        key = (p.get("computeMajor"), p.get("computeMinor"), p.get("numSms"))
+        if key in AMD_PARTS:
+            return AMD_PARTS[key]
+    return None
 
 
 def datasheet(gpu_name: str | None) -> Datasheet | None:

@@ -18,7 +18,8 @@ from ..reader.trace import Trace
 CUDA = 1  # c10::DeviceType::CUDA (ROCm's devices report it too)
 CPU = 0
 #: c10's DeviceType numbers, as ``Device Type`` holds them, for the ones a trace is likely to hold
-DEVICE_TYPES = {0: "cpu", 1: "cuda", 12: "xpu", 13: "mps", 20: "privateuseone"}
+#: (6: HIP, which ROCm builds of torch report for some allocations; torch.device("hip") names it so)
+DEVICE_TYPES = {0: "cpu", 1: "cuda", 6: "hip", 12: "xpu", 13: "mps", 20: "privateuseone"}
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
-"""Each op call's recorded shapes (Input Dims, Input type, Concrete Inputs), read again from the trace's file.
+"""Each op call's recorded shapes (Input Dims, Input type, Concrete Inputs).
 
-The reader keeps no op's input shapes (they would cost every reading of every
-trace); with ``record_shapes=True`` each CPU op carries them, and the roofline
+With ``record_shapes=True`` each CPU op carries them; the reader keeps them as
+undecoded JSON text in its one pass (``Trace.shapes``), and the roofline
 (:mod:`helpers.facts.roofline`) and the rules that look at one op's shapes
-read them here, only for the ops they ask about. msgspec decodes only the
+decode them here, only for the ops they ask about. A trace the reader did not
+build (no ``shapes``) is read again from its file: msgspec decodes only the
 events that hold shapes; without it the json module does the same.
 """
 
@@ -14,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..reader.event_fields import SEP
 from ..reader.trace import Trace, TraceError
 from ..reader.source import open_text
 
@@ -49,7 +51,8 @@ class _Recorded:
 
     def shapes(self) -> Shapes:
         if self.raw:
-            return Shapes(*(msgspec.json.decode(p) if len(p) else None for p in self.parts))
+            decode = msgspec.json.decode if msgspec is not None else json.loads
+            return Shapes(*(decode(p) if len(p) else None for p in self.parts))
         return Shapes(*self.parts)
 
 
@@ -159,6 +162,18 @@ def read_shapes(trace: Trace, wanted: set[tuple[str, float]]) -> ShapesRead:
     The reader keeps no op's input shapes (they would cost every reading of
     every trace); this reads the trace's file again for them.
     """
+    held = getattr(trace, "shapes", None)
+    if held is not None:  # kept by the reader in its one pass: nothing to read again
+        if not held:
+            return ShapesRead({}, NO_SHAPES)
+        got: dict[tuple[str, float], list[tuple[Any, _Recorded]]] = {}
+        names = {name for name, _ in wanted}
+        for i, text in held.items():
+            name = trace.name_of(i)
+            if name in names and (name, trace.ts[i]) in wanted:
+                got.setdefault((name, trace.ts[i]), []).append(
+                    (trace.lanes[trace.lane[i]].tid, _Recorded(tuple(text.split(SEP)), True)))
+        return ShapesRead(got)
     t0 = trace.t0
 
     names = {name for name, _ in wanted}

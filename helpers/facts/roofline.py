@@ -231,6 +231,11 @@ def roofline(trace: Trace) -> Roofline:
         return memo
     gpu = trace.device_name
     pk = peaks(gpu)
+    fits = hardware.identify(trace.devices) if pk is None else None
+    if fits is not None:  # a ROCm trace that names no GPU: its compute version and units say which
+        pk = peaks(fits)
+        pk = Peaks(f"{fits} (by its deviceProperties: the trace names it {gpu or 'nothing'!r})", pk.bandwidth_tbs,
+                   pk.compute_tflops, pk.source)
     kernels = trace.on_gpu((KERNEL,))
     total = sum(map(trace.dur.__getitem__, kernels))
     r = Roofline(gpu, pk, kernel_time_us=total)

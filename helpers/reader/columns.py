@@ -27,7 +27,7 @@ from typing import Any
 from . import vector
 from .categories import COUNTER_RANGE, CPU_OP, GPU_GROUPS, OVERHEAD, category_group
 from .event_fields import (ARG_CLASSES, ARG_FIELDS, CORR_LIMIT, LIMIT, UNSET, PlainArgs, PlainEvent, RangeArgs,
-                           RawEvent, args_dict)
+                           RawEvent, args_dict, shape_text)
 from .json_decode import _a
 
 from .source import TraceError
@@ -50,6 +50,7 @@ _seq = attrgetter("args.sequence")
 _ATTR = {key: attr for attr, key in ARG_FIELDS.items()}  # JSON key -> the attribute that holds it
 _fields = attrgetter("name", "cat", "pid", "tid", "ts", "dur", "args")
 _sequence = attrgetter("sequence")
+_dims = attrgetter("dims")
 _correlation = attrgetter("correlation")
 
 
@@ -162,6 +163,8 @@ class Columns:
     seq_event: array = field(default_factory=lambda: array("l"))  # the op's event index
     seq_number: array = field(default_factory=lambda: array("q"))  # its "Sequence number"
     seq_fwd_thread: array = field(default_factory=lambda: array("q"))  # its "Fwd thread id", or -1
+    # CPU ops recorded with their shapes (record_shapes=True): event index -> event_fields.shape_text
+    shapes: dict = field(default_factory=dict)
 
 
 class _NoName(Exception):
@@ -344,6 +347,12 @@ class ColumnBuilder:
                     seq_event(n0 + k)
                     seq_number(s)
                     seq_fwd(f if f.__class__ is int and -_INT64 <= f < _INT64 else -1)
+        dims = list(map(_dims, argss))  # empty Raw (falsy) where an event has no Input Dims
+        if any(dims):
+            seq_cat, shapes = self.seq_cat, c.shapes
+            for k in compress(range(len(xs)), dims):
+                if seq_cat[cat_ids[k]]:  # CPU ops only: their shapes are what the roofline reads
+                    shapes[n0 + k] = shape_text(argss[k])
         c.name_id.fromlist(name_ids)
         c.cat_id.fromlist(cat_ids)
         c.ts.extend(ts)
@@ -372,7 +381,7 @@ class ColumnBuilder:
         path, c = self.path, self.c
         name_ix, cat_ix, lane_ix = self.name_ix, self.cat_ix, self.lane_ix
         lane_gpu, lane_cpu, lane_names, open_b = c.lane_gpu, c.lane_cpu, c.lane_names, self.open_b
-        keep_args = c.args.raw
+        keep_args, shapes = c.args.raw, c.shapes
         keep_cat, gpu_cat, cpu_cat, seq_cat = self.keep_cat, self.gpu_cat, self.cpu_cat, self.seq_cat
         range_cat, ranges = self.range_cat, self.ranges
         limit, corr_limit = LIMIT, CORR_LIMIT
@@ -468,8 +477,12 @@ class ColumnBuilder:
                 keep_args[n] = args
                 if range_cat[ci] and ph == "X":  # its counters: read from the batch's text, afterwards
                     ranges.append((n, i - first))
-            if seq_cat[ci] and args.sequence is not UNSET:
-                self._add_sequence(n, args)
+            if seq_cat[ci]:
+                if args.sequence is not UNSET:
+                    self._add_sequence(n, args)
+                d = args.dims if args.__class__ is not RangeArgs else None  # (a range event's args hold no shapes)
+                if d or d == []:
+                    shapes[n] = shape_text(args)
             n += 1
             c_name.append(ni)
             c_cat.append(ci)
@@ -518,6 +531,7 @@ class ColumnBuilder:
         c.dur.extend(part.dur)
         c.corr.extend(part.corr)
         c.args.raw.update(zip(map(n0.__add__, part.args.raw), part.args.raw.values()))
+        c.shapes.update(zip(map(n0.__add__, part.shapes), part.shapes.values()))
         m, pm = c.memory, part.memory
         for column in ("ts", "allocated", "reserved", "bytes", "device_type", "device_id"):
             getattr(m, column).extend(getattr(pm, column))

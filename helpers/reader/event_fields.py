@@ -44,6 +44,9 @@ ARG_FIELDS = {
     "fwd_thread": "Fwd thread id",
 }
 _ARG_ITEMS = tuple(ARG_FIELDS.items())
+#: A CPU op's recorded shapes (record_shapes=True): kept as their JSON text, undecoded, for the roofline and the
+#: rules that size an op by its shapes (helpers.facts.op_shapes), so that nothing reads the file a second time.
+SHAPE_FIELDS = {"dims": "Input Dims", "types": "Input type", "concrete": "Concrete Inputs"}
 LIMIT = 1e300  # larger timestamps and durations are not finite numbers of microseconds
 CORR_LIMIT = 1 << 63  # correlation ids from there on do not fit the column: read as none
 
@@ -71,10 +74,12 @@ except ImportError:  # pragma: no cover - the fallback test loads this module wi
 class PlainArgs:
     """The kept args of one event, as the json module's path builds them."""
 
-    __slots__ = tuple(ARG_FIELDS)
+    __slots__ = tuple(ARG_FIELDS) + tuple(SHAPE_FIELDS)
 
     def __init__(self, d: dict | None = None) -> None:
         for attr, key in _ARG_ITEMS:
+            setattr(self, attr, d.get(key, UNSET) if d else UNSET)
+        for attr, key in SHAPE_FIELDS.items():
             setattr(self, attr, d.get(key, UNSET) if d else UNSET)
 
 
@@ -111,6 +116,8 @@ class RangeArgs(PlainArgs):
     def __init__(self, base: Any, args: dict) -> None:
         for attr in ARG_FIELDS:
             setattr(self, attr, getattr(base, attr))
+        for attr in SHAPE_FIELDS:
+            setattr(self, attr, UNSET)
         if self.correlation is UNSET:  # as msgspec's Args holds it: the column-at-a-time path reads an int
             self.correlation = -1
         self.counters: dict[str, int | float] = {
@@ -130,7 +137,9 @@ if msgspec is not None:
     _Duration = Annotated[float, msgspec.Meta(ge=0, lt=LIMIT)]
     Args = msgspec.defstruct(
         "Args", [("correlation", _Correlation, msgspec.field(default=-1, name="correlation"))]
-        + [(attr, Any, msgspec.field(default=UNSET, name=key)) for attr, key in _ARG_ITEMS if attr != "correlation"],
+        + [(attr, Any, msgspec.field(default=UNSET, name=key)) for attr, key in _ARG_ITEMS if attr != "correlation"]
+        # the shapes as undecoded text (a view of the batch's bytes, copied out for CPU ops only): empty when absent
+        + [(attr, msgspec.Raw, msgspec.field(default=msgspec.Raw(), name=key)) for attr, key in SHAPE_FIELDS.items()],
         gc=False, omit_defaults=True, module=__name__)
 
     class RawEvent(msgspec.Struct, gc=False):
@@ -154,18 +163,35 @@ else:  # pragma: no cover
     PARSER = "json"
 
 ARG_CLASSES = (Args, PlainArgs, RangeArgs)
+SEP = b"\x00"  # between an op's three shape texts (no JSON text holds a NUL byte)
+
+
+def shape_text(a: Any) -> bytes | None:
+    """An op's Input Dims, Input type and Concrete Inputs as one bytes object (JSON texts joined by NUL, an absent
+    one empty), or None when it has no Input Dims."""
+    dims = getattr(a, "dims", UNSET)
+    if dims is UNSET or dims is None:
+        return None
+    if msgspec is not None and dims.__class__ is msgspec.Raw:
+        if not len(dims):
+            return None
+        return SEP.join((bytes(dims), bytes(a.types), bytes(a.concrete)))
+    import json
+
+    return SEP.join(b"" if v is UNSET else json.dumps(v, separators=(",", ":")).encode()
+                    for v in (dims, a.types, a.concrete))
 get_correlation = attrgetter("args.correlation")
 
 
 def args_dict(a: Any) -> dict:
     """The kept args of an event as a dict with the JSON's own keys (absent keys left out)."""
-    if a.__class__ is Args and msgspec is not None:
+    if a.__class__ is Args and msgspec is not None and not len(a.dims):  # (shapes: Raw, which to_builtins refuses)
         return msgspec.to_builtins(a)  # the same dict, built in C
     out = {}
-    for attr, key in _ARG_ITEMS:
+    for attr, key in _ARG_ITEMS:  # (the shapes are not args the facts read as a dict: see shape_text)
         v = getattr(a, attr)
         if v is not UNSET:
             out[key] = v
-    if a.__class__ is RangeArgs and out.get("correlation") == -1:  # -1 stands for none, as in Args
+    if a.__class__ in (RangeArgs, Args) and out.get("correlation") == -1:  # -1 stands for none, as in Args
         del out["correlation"]
     return out
