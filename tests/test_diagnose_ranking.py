@@ -52,7 +52,8 @@ REFERENCE = {
     **{k: ("gpu-bound", "the MLP's GEMMs keep the GPU busy")
        for k in ("mlp64x128x768x3072_bf16_warm_eager", "mlp128x128x768x3072_bf16_warm_eager",
                  "mlp128x128x768x3072_bf16_warm_compile")},
-    "attn-sdpa-math1024_bf16_warm_eager": ("fp32-gemm", "the math backend's GEMMs run on the CUDA cores"),
+    "attn-sdpa-math1024_bf16_warm_eager": ("math-attention", "the math backend's unfused kernels, 15 to 46 times a "
+                                                             "fused backend's GPU time; its fp32 GEMMs are its upcast"),
     "4096_bf16_cold_eager_s0-0-20": ("cold-start", "a cold process recorded from its first call: start-up dominates"),
     "64_bf16_cold_eager_s0-0-20": ("cold-start", "a cold process recorded from its first call: start-up dominates"),
     "64_bf16_cold_eager_s0-0-3": ("cold-start", "a cold process recorded from its first call: start-up dominates"),
@@ -125,7 +126,8 @@ FOLDERS = {
 
 #: HTA's test traces -> (first rule, why); None: no rule applies
 EXTERNAL_FIRST = {
-    "hta_amd_trace_mi250_minitoy_train_ROCm6_2_kineto.json.gz": ("cpu-bound", "a toy model: the GPU idles"),
+    "hta_amd_trace_mi250_minitoy_train_ROCm6_2_kineto.json.gz": ("long-call", "one 6.54 ms hipLaunchKernel, a first "
+                                                                 "launch loading its code, holds 68% of the window"),
     "hta_call_stack_backward_thread.json": ("cpu-bound", "a CPU-side call-stack sample: the GPU idles 80% for the CPU"),
     "hta_cpu_only_rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz": (None, "no GPU work: nothing to rank"),
     "hta_critical_path_alexnet_benchmark_result_2869224_1695835535_trace.json.gz":
@@ -147,12 +149,13 @@ EXTERNAL_FIRST = {
     "tracelens_xdit_sd35_rank0.json.gz": ("cpu-bound", "thousands of short gaps between kernels: the GPU waits for "
                                                        "the CPU in pieces"),
     **{f"param_dlrm_8rank/{w}": (rule, why) for w, (rule, why) in {
-        "worker0_step_12.1694128201545.pt.trace.json.gz": ("communication-bound", "all-to-alls with nothing beside"),
+        "worker0_step_12.1694128201545.pt.trace.json.gz": ("tiny-kernels", "small kernels, the GPU idle in between; "
+                                                           "its all-to-alls could hide behind little compute"),
         "worker1_step_12.1694128201556.pt.trace.json.gz": ("inside-collectives", "over half its window in collectives"),
         "worker2_step_12.1694128201554.pt.trace.json.gz": ("tiny-kernels", "small kernels, the GPU idle in between"),
         "worker3_step_12.1694128201557.pt.trace.json.gz": ("inside-collectives", "half its window in collectives"),
-        "worker4_step_12.1694128201547.pt.trace.json.gz": (("communication-bound", "tiny-kernels"),
-                                                           "collectives alone and tiny kernels, 36% each"),
+        "worker4_step_12.1694128201547.pt.trace.json.gz": ("tiny-kernels", "small kernels, the GPU idle in between; "
+                                                           "its all-to-alls could hide behind little compute"),
         "worker5_step_12.1694128201549.pt.trace.json.gz": ("tiny-kernels", "small kernels, the GPU idle in between"),
         "worker6_step_12.1694128201553.pt.trace.json.gz": ("tiny-kernels", "small kernels, the GPU idle in between"),
         "worker7_step_12.1694128201553.pt.trace.json.gz": ("tiny-kernels", "the straggler: its GPU 79% idle, its "

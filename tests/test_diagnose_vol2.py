@@ -160,7 +160,7 @@ def test_the_cheat_sheet_lists_every_rule():
         row = next((ln for ln in sheet.splitlines() if f"`{rule}`" in ln), None)
         assert row is not None, rule
         assert re.search(r"\[1[234]\]\(\.\./notebooks/1[234]_", row), row  # the notebook that teaches it
-    assert len(RULES) == 22
+    assert len(RULES) == 23
     for rule in ("cpu-bound", "gpu-bound", "inside-collectives", "communication-bound", "straggler", "low-overlap"):
         assert f"`{rule}`" in sheet, rule
 

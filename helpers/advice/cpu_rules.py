@@ -10,6 +10,7 @@ pattern but whose time an earlier rule claimed says nothing.
 
 from __future__ import annotations
 
+import bisect
 import statistics
 from collections import Counter
 from dataclasses import dataclass
@@ -36,6 +37,8 @@ LONG_CALL_SHARE = 0.1
 #: 124 us of GPU time; the for-loop 2131 to 294 and 4880 to 870 us of CPU time, 358 to 124 and 696 to 263 us of GPU
 FUSED = {sf.FOREACH: (Speedup(2.1, 1.4, 3.2), Speedup(3.0, 2.0, 4.5)),
          sf.LOOP: (Speedup(6.4, 3.2, 9.6), Speedup(2.8, 1.9, 4.2))}
+#: a multi-process DataLoader whose __next__ takes less than this share of the window keeps up (a queue read)
+INPUT_MINOR = 0.05
 #: the workers a single-process DataLoader's fix is assumed to add (the series' notebooks 14 and 16 use four)
 WORKERS_ASSUMED = 4
 #: the CPU's own work between launches, when a fix cuts it: halved as a point figure (how much a fusion, CUDA graphs or
@@ -92,6 +95,8 @@ def _input_bound(c: Context) -> Finding | None:
     x = loading(c)
     if x is None:
         return None
+    if x.workers and not x.single and x.loader_us < INPUT_MINOR * c.budget.window_us:
+        return None  # workers hand over batches prepared ahead: __next__ is a queue read, the workers keep up
     where = "the recorded steps" if c.summary.steps else "the recorded window"
     whole = sum(s.dur_us for s in c.summary.steps) if c.summary.steps else c.budget.window_us
     spans = merged((s.start_us, s.start_us + s.dur_us) for s in x.spans)
@@ -251,9 +256,19 @@ def _group_text(group: list[sf.Sync], idle_us: float) -> str:
             f"{us(longest)}); the GPU idle {us(idle_us)} in and after them, waiting for the CPU{usual}")
 
 
-def _wait_spans(s: sf.Sync) -> Spans:
-    """Where a wait costs the GPU: the call itself (a copy staged on the CPU keeps the GPU idle) and, after it, as long
-    again: the CPU, not held, would have launched the next work up to that much sooner."""
+def _wait_spans(c: Context, s: sf.Sync) -> Spans:
+    """Where a wait costs the GPU. A long wait while the GPU ran means the CPU was ahead: the wait threw that lead
+    away, and the GPU then idles until the CPU launches again (without the wait, the CPU's lead would have covered
+    that stretch): the call and the idle stretch after it, to the next GPU work. A short wait on an idle GPU (the CPU
+    was not ahead) costs the call itself and, after it, as long again."""
+    end = s.start_us + s.dur_us
+    b = c.budget
+    ran = total(intersection([(s.start_us, end)], b.busy))
+    if s.dur_us >= b.late_us and ran >= 0.5 * s.dur_us:
+        k = bisect.bisect_left(b.busy, (end, end))
+        nxt = next((x for x, _ in b.busy[k:] if x >= end), None)
+        # (busy spans that straddle the end keep the GPU busy: the stretch starts where they stop)
+        return [(s.start_us, nxt if nxt is not None else b.hi)]  # (no work after it: to the window's end)
     return [(s.start_us, s.start_us + 2 * s.dur_us)]
 
 
@@ -265,7 +280,7 @@ def _hidden_sync(c: Context) -> Finding | None:
     for s in found:
         groups.setdefault((s.cause_op or s.op or s.calls[-1], s.annotation, s.copy), []).append(s)
     free = c.ledger.left(Side.CPU)
-    idle_of = {k: total(intersection(free, merged(sp for x in g for sp in _wait_spans(x)))) for k, g in groups.items()}
+    idle_of = {k: total(intersection(free, merged(sp for x in g for sp in _wait_spans(c, x)))) for k, g in groups.items()}
     ordered = sorted(groups, key=lambda k: -idle_of[k])
     steps_with = {s.step for s in found if s.step}
     if c.summary.steps:
@@ -297,7 +312,7 @@ def _hidden_sync(c: Context) -> Finding | None:
                      "without the waits the CPU launches the next work sooner, by up to each wait's length"
                      + ("; where the CPU sets the pace, the waits themselves leave the step too" if c.budget.cpu_paced
                         else ""),
-                     cpu=merged(sp for s in found for sp in _wait_spans(s)), cpu_speedup=Speedup.gone(low=2.0),
+                     cpu=merged(sp for s in found for sp in _wait_spans(c, s)), cpu_speedup=Speedup.gone(low=2.0),
                      wait=merged((s.start_us, s.start_us + s.dur_us) for s in found))
 
 
@@ -346,15 +361,16 @@ def _where_the_cpu_was(c: Context, spans: Spans, top: int = 3) -> str:
     """The ATen ops (outermost) and labels the launcher ran during ``spans``, by the GPU idle time inside each."""
     t = c.trace
     lanes = c.budget.launchers
-    acc: Counter = Counter()
+    by: dict[str, list] = {}
     for i in t.indices((CPU_OP, ANNOTATION)):
         if t.is_gpu(i) or (lanes and t.lane[i] not in lanes) or t.name_of(i).startswith("ProfilerStep#"):
             continue
         if t.group_of(i) == CPU_OP and any(t.group_of(p) == CPU_OP for p in t.ancestors(i)):
             continue  # the outermost op stands for its children
-        inside = total(intersection(spans, [(t.ts[i], t.end_of(i))]))
-        if inside > 0:
-            acc[t.name_of(i)] += inside
+        by.setdefault(t.name_of(i), []).append((t.ts[i], t.end_of(i)))
+    # each name's spans merged first: nested or repeated spans of one name count their time once
+    acc: Counter = Counter({n: total(intersection(spans, merged(sp))) for n, sp in by.items()})
+    acc = Counter({n: v for n, v in acc.items() if v > 0})
     if not acc:
         return ""
     return ", ".join(f"{n} {us(v)}" for n, v in acc.most_common(top))
@@ -367,15 +383,20 @@ def _cpu_bound(c: Context) -> Finding | None:
     if not left or b.window_us <= 0:
         return None
     gaps = [e - s for s, e in b.waiting_for_cpu]
-    ev = [f"the GPU waited for the CPU {us(b.waiting_for_cpu_us)} of the {us(b.window_us)} window in all "
+    claimed = b.waiting_for_cpu_us - total(intersection(left, b.waiting_for_cpu))
+    ev = [f"in all the GPU waited for the CPU {us(b.waiting_for_cpu_us)} of the {us(b.window_us)} window "
           f"({b.share(b.waiting_for_cpu_us):.0%}), in {len(gaps):,} gaps"
-          + (f" ({sum(1 for g in gaps if 100 <= g < 1000):,} of them 0.1 to 1 ms)" if len(gaps) > 20 else ""),
+          + (f" ({sum(1 for g in gaps if 100 <= g < 1000):,} of them 0.1 to 1 ms)" if len(gaps) > 20 else "")
+          + (f"; the findings above claim {us(claimed)} of it, this one the {us(total(left))} no cause explains"
+             if claimed > 0.01 * b.window_us else ""),
           f"the GPU ran work {us(b.busy_us)} ({b.share(b.busy_us):.0%})"
           + (f"; it idled {us(b.queued_us)} more with its next work already launched (not the CPU's)"
              if b.queued_us > 0.01 * b.window_us else "")]
-    if b.filling_us > 0.01 * b.window_us:
-        ev.append(f"not counted: the {us(b.filling_us)} before the window's first GPU work, the GPU's queue filling as "
-                  "the recording starts (a loop whose CPU runs ahead does not pay it each step)")
+    fill = total(intersection(c.ledger.left(Side.CPU), b.filling))  # what no cause claimed of it
+    if fill > 0.01 * b.window_us and b.busy:
+        ev.append(f"not counted: {us(fill)} just before the first GPU work ({us(b.busy[0][0] - b.lo)} into the "
+                  "window), the CPU's way to its first launch as the recording starts; a loop whose CPU runs ahead "
+                  "does not pay it each step")
     where = _where_the_cpu_was(c, left)
     if where:
         ev.append(f"where the CPU was in the {us(total(left))} no finding above explains: {where}")

@@ -54,7 +54,13 @@ def first_line(findings: list[Finding]) -> str:
     return f"Look first at: {f.title}" + (f" ({f.amount}{gain})" if f.amount else "") + "."
 
 
+#: how to read the list, printed under its first line
+LEGEND = ("(issue: time a fix can win back, with what the fix should gain; note: worth knowing, no fix to size. "
+          "'accounts for' is the share of the recorded window a finding explains: each stretch of it is counted "
+          "in one finding only.)")
+
+
 def text(findings: list[Finding]) -> str:
     if not findings:
         return first_line(findings)
-    return first_line(findings) + "\n\n" + "\n\n".join(f.text() for f in findings)
+    return first_line(findings) + "\n" + LEGEND + "\n\n" + "\n\n".join(f.text() for f in findings)

@@ -11,6 +11,7 @@ Imports neither torch nor pandas.
 
 from __future__ import annotations
 
+import statistics
 from typing import Any, Callable
 
 from ..facts.collectives import COMMUNICATION_BOUND, RankRow, Straggler, rank_facts, rank_of
@@ -25,6 +26,8 @@ from .rulebook import RuleId
 LOW_OVERLAP_PCT = 50.0
 #: collectives that take less than this share of GPU busy time are not worth a finding
 MINOR_SHARE = 0.05
+#: a straggler's GPU work beyond the others' median, as a share of its window, from which the gain is sized by it
+EXCESS_SHARE = 0.05
 
 
 # --- the rules ----------------------------------------------------------------------------
@@ -74,8 +77,10 @@ def _communication_bound(rows: list[RankRow], folder: bool = True,
            "collective time with no compute beside it" + (", beyond the wait for the straggler" if named else ""),
            _RANK_WINDOW)
     if f.share is not None:
-        f.gain = amdahl(f.share, OVERLAP, "if half of that collective time hid behind compute (how much overlap or "
-                                          "fewer, larger messages give depends on the model and the link)")
+        who = remains[worst.rank] if named else worst.exposed_us
+        f.gain = _hidden(worst, who, "if half of that collective time hid behind compute, at most the compute not "
+                                     "already beside a collective (how much overlap or fewer, larger messages give "
+                                     "depends on the model and the link)")
     return f
 
 
@@ -99,9 +104,26 @@ def _low_overlap(rows: list[RankRow], covered: "Finding | None" = None) -> "Find
     worst = max(low, key=lambda x: x.exposed_us)
     f.size(worst.exposed_us, worst.window_us, "collective time with no compute beside it", _RANK_WINDOW)
     if f.share is not None:
-        f.gain = amdahl(f.share, OVERLAP, "if half of that collective time hid behind compute (how much depends on "
-                                          "the compute left to overlap)")
+        f.gain = _hidden(worst, worst.exposed_us, "if half of that collective time hid behind compute, at most the "
+                                                  "compute not already beside a collective")
     return f
+
+
+def _hidden(x: RankRow, exposed_us: float, basis: str) -> "Gain | None":
+    """The rank's step once part of ``exposed_us`` (collective time with nothing beside it) hides behind compute:
+    half of it as a point figure, a quarter to all of it for the ends, never more than the compute that is not
+    already beside a collective (a collective can only hide behind work there is)."""
+    from .ledger import Gain
+
+    w = x.window_us
+    free = max(x.compute_us - (x.collective_us - x.exposed_us), 0.0)
+    if w <= 0:
+        return None
+
+    def after(part: float) -> float:
+        return max(w - min(part * exposed_us, free), 1e-9)
+    return Gain(w / after(0.5), w / after(0.25), w / after(1.0),
+                basis + f" ({us(free)} of compute is not beside a collective now)")
 
 
 def _straggler(r: Ranks) -> "Finding | None":
@@ -128,19 +150,24 @@ def _straggler(r: Ranks) -> "Finding | None":
     if not waiting:
         return f
     worst = max(waiting, key=lambda x: x.wait_us or 0.0)
-    f.size(worst.wait_us or 0.0, worst.window_us, f"rank {worst.rank} waiting for rank {s.rank}", _RANK_WINDOW)
-    # The job's step is its slowest rank's: before, the longest window; after, the others' windows once their wait for
-    # the straggler is gone (all of it, or half of it for the low end): the straggler made as quick as they are.
+    f.size(worst.wait_us or 0.0, worst.window_us, f"rank {worst.rank}'s collectives waiting for rank {s.rank} (beside "
+           "its compute or not)", _RANK_WINDOW)
+    # The job's step is its slowest rank's. What the straggler's fix removes is what makes it slow; where that is its
+    # own GPU work (more compute than the others), the step loses that excess; where it is not, the trace does not
+    # say what it is (its CPU side, its input, or something before the recording) and the gain is not sized.
+    others_compute = statistics.median(others) if others else 0.0
+    excess = me.compute_us - others_compute
     before = max(x.window_us for x in r.ranks)
-
-    def after(part: float) -> float:
-        return max(x.window_us - part * (x.wait_us or 0.0) for x in waiting)
-    if before > 0 and after(1.0) > 0:
+    if before > 0 and excess > EXCESS_SHARE * me.window_us:
         from .ledger import Gain
-        f.gain = Gain(before / after(1.0), before / after(0.5), before / after(1.0),
-                      f"the job's step is its slowest rank's: the longest window ({us(before)}) against the other "
-                      f"ranks' longest once their wait for rank {s.rank} is gone ({us(after(1.0))}; half of each wait "
-                      "gone for the low end)")
+        f.gain = Gain(before / (before - excess), before / (before - excess / 2), before / (before - excess),
+                      f"the job's step is its slowest rank's ({us(before)}): without rank {s.rank}'s extra GPU work "
+                      f"({us(excess)} more than the others' median), shorter by that much (by half of it for the low "
+                      "end)")
+    else:
+        ev.append(f"rank {s.rank}'s GPU work is no larger than the others' ({us(me.compute_us)} against "
+                  f"{us(others_compute)}, their median): what makes it late is not in its GPU work (its CPU side, its "
+                  "input, or something before the recording), so one recorded window cannot size the gain")
     return f
 
 

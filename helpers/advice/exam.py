@@ -233,13 +233,16 @@ def why(k: Key) -> str:
     elif f.share is not None:
         out.append(f"It accounts for {f.amount}" + ("; every other finding is a note." if not others else "."))
     elif not others:
-        out.append("It cannot size itself in time, but it is the only issue here: the other findings are notes, and "
-                   "issues rank before notes.")
+        out.append("It has no share of the window and no speedup to give: what it costs is memory (a smaller batch, "
+                   "or an out-of-memory error), not time. It is the only issue here: the other findings are notes, "
+                   "and issues rank before notes." if f.rule == RuleId.MEMORY_SPIKE else
+                   "It gives no share of the window, but it is the only issue here: the other findings are notes, "
+                   "and issues rank before notes.")
     remainder = next((x for x in k.findings if x.rule in (RuleId.CPU_BOUND, RuleId.TINY_KERNELS) and x is not f), None)
     if f.rule in CAUSES_OF_IDLE and remainder is not None and remainder.share is not None:
-        out.append(f"The GPU also waits for the CPU where no cause is named ({remainder.rule}, {remainder.amount}); "
-                   "each stretch of that wait is counted once, and this cause explains more of it: fewer or larger "
-                   "launches would miss it.")
+        out.append(f"The GPU also waits for the CPU where no cause is named ({remainder.rule}, {remainder.amount}). "
+                   "The two do not share any time, and this one explains more of the wait: fewer or larger launches "
+                   "would not remove its cause.")
     if f.rule in (RuleId.CPU_BOUND, RuleId.TINY_KERNELS):
         out.append("No cause the trace names (the DataLoader, waits for the GPU, compiling, the optimizer) explains "
                    "the GPU's wait for the CPU, so the CPU's own work between launches is what to act on"

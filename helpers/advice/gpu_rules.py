@@ -292,4 +292,37 @@ def _gpu_bound(c: Context) -> Finding | None:
 
 
 #: in the order they claim the GPU's busy time: the most specific pattern first, the kernels' own work last
-RULES: list[Rule] = [_fp32_gemms, _pageable_copies, _bias_copy, _variance, _memory_spike, _gpu_bound]
+#: the math SDPA backend against the fused ones, GPU time per call on the H200 reference set (notebook 10, sequence
+#: 1024): math 2638 us; memory-efficient 176.9, flash 94.5, cuDNN 57.5 us
+FUSED_ATTENTION = Speedup(28.0, 15.0, 46.0)
+MATH_SDPA = "aten::_scaled_dot_product_attention_math"
+SDPA_DOCS = "https://docs.pytorch.org/docs/stable/generated/torch.nn.attention.sdpa_kernel.html"
+
+
+def _math_attention(c: Context) -> Finding | None:
+    """Attention run by the math SDPA backend: its kernels (float32 GEMMs, softmax, the mask, casts) are one fused
+    backend's work; claimed before the fp32-gemm rule, whose GEMMs here are the backend's upcast."""
+    t = c.trace
+    calls = [i for i in t.indices((CPU_OP,), name=MATH_SDPA) if not t.is_gpu(i)]
+    if not calls:
+        return None
+    work = [j for i in calls for d in [i] + t.descendants(i) for j in t.gpu_work_of(d)]
+    if not work:
+        return None
+    per = sorted(sum(t.dur[j] for d in [i] + t.descendants(i) for j in t.gpu_work_of(d)) for i in calls)
+    kinds = Counter(kk.classify(t.name_of(j), t.group_of(j)) for j in work)
+    ev = [f"{len(calls)} x {MATH_SDPA}: {len(work) // len(calls)} pieces of GPU work per call, "
+          f"{us(statistics.median(per))} of GPU time per call (median)",
+          "its work by kind: " + ", ".join(f"{n} {k}" for k, n in kinds.most_common())]
+    f = Finding(RuleId.MATH_ATTENTION, "Attention on the math SDPA backend: many kernels where a fused backend runs "
+                "one", Severity.ISSUE, ev,
+                "let a fused backend run it (flash, memory-efficient or cuDNN; torch.nn.attention.sdpa_kernel picks "
+                f"one: {SDPA_DOCS}); if none was picked, find out why: dtype, head size, mask, dropout, a GPU they do "
+                "not support; then compare the GPU time per call")
+    return c.claimed(f, "the math backend's GPU work",
+                     f"the fused backends ran the same attention {FUSED_ATTENTION.low:g}x to {FUSED_ATTENTION.high:g}x "
+                     "faster by GPU time per call on the H200 reference set (notebook 10)",
+                     gpu=_spans(t, work), gpu_speedup=FUSED_ATTENTION)
+
+
+RULES: list[Rule] = [_math_attention, _fp32_gemms, _pageable_copies, _bias_copy, _variance, _memory_spike, _gpu_bound]

@@ -46,6 +46,7 @@ class RuleId(Word):
     NOT_RECORDED = "not-recorded"
     GRAPH_CAPTURE = "graph-capture"
     GRAPH_REPLAY = "graph-replay"
+    MATH_ATTENTION = "math-attention"
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,8 @@ ROWS: tuple[Row, ...] = (
               'call, hidden syncs, the optimizer, the compile tax; what none explains is the CPU\'s own work between '
               'launches, and each finding says what its fix should gain)',
         tries='more work per launch (bigger batches), fewer launches (fusion, `torch.compile`, CUDA graphs); faster'
-              ' kernels do not help until the GPU sets the pace',
+              ' kernels help only as far as the step waits for them (a synchronize every step makes it wait): '
+              '`diagnose` says what each fix should gain',
         rules=(RuleId.CPU_BOUND,), where=None, notebooks=('02',)),
     Row(
         you_see='Self CUDA total comparable to Self CPU total; GPU lane packed',
@@ -110,8 +112,9 @@ ROWS: tuple[Row, ...] = (
         rules=(), where='(dispatch chain)', notebooks=('05',)),
     Row(
         you_see='`cudaOccupancy...` calls',
-        means="a **library working out how its kernels fit an SM**: before every launch on the article's A100; only"
-              ' while it sets itself up, in the first step, on the H200 reference set',
+        means="a **library working out how its kernels fit an SM**: before every GEMM launch on the article's A100;"
+              " on the H200 reference set's GEMMs only in the first step, while cuBLAS sets itself up (a sort's CUB"
+              " kernels ask every step)",
         tries='every step: a CPU cost per call, and the kernels after them are library kernels to judge by '
               'resources and throughput; first step only: set-up, keep it out of the recording',
         rules=(RuleId.OCCUPANCY_QUERIES,), where=None, notebooks=('06',)),
@@ -177,6 +180,12 @@ ROWS: tuple[Row, ...] = (
         means='a transpose that only changes strides (metadata)',
         tries='nothing',
         rules=(), where='(dispatch chain)', notebooks=('09',)),
+    Row(
+        you_see='`aten::_scaled_dot_product_attention_math` with many kernels under it',
+        means="**the math SDPA backend**: attention built from separate kernels, not one fused kernel",
+        tries="a fused backend (flash, memory-efficient, cuDNN: `torch.nn.attention.sdpa_kernel`); find out why "
+              "the fused ones were not picked (dtype, head size, mask, dropout, a GPU they do not support)",
+        rules=(RuleId.MATH_ATTENTION,), where=None, notebooks=('10',)),
     Row(
         you_see='A clean trace with one opaque fused kernel (an SDPA backend)',
         means='the work moved inside one library call the profiler cannot split; fewer kernels need not mean less '

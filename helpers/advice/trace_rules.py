@@ -74,7 +74,8 @@ def _gpu_behind(c: Context) -> Finding | None:
                   f"{us(t.ts[nxt] - t.ts[i])} before it started")
     last_cpu = max((t.end_of(i) for i in t.indices((CPU_OP, RUNTIME, DRIVER)) if not t.is_gpu(i)), default=None)
     if last_cpu is not None and last_cpu < e:
-        ev.append(f"the CPU's last event ends {us(e - last_cpu)} before that work starts: everything was queued")
+        ev.append(f"the CPU's last op or runtime call ends {us(e - last_cpu)} before that work starts: everything "
+                  "was queued")
     f = Finding(RuleId.GPU_BEHIND, "The GPU started late: work queued, not waiting for the CPU", Severity.NOTE, ev,
                 "this idle time is not the CPU's: the GPU was behind something the trace does not show as work (a "
                 "dependency on another stream or event, a graph's set-up, the recording starting before the GPU was "
@@ -138,11 +139,12 @@ def _occupancy_queries(c: Context) -> Finding | None:
         ev.append(f"in {len(steps_with)} of {len(per_step)} recorded steps"
                   + (f" ({', '.join(steps_with[:4])})" if steps_with else ""))
     if not per_step:
-        advice = ("this trace has no profiler steps to place them in; the kernels launched after them are library "
-                  "kernels (GEMM, convolution): judge those by their resources and throughput")
+        advice = ("this trace has no profiler steps to place them in; the kernels launched after them come from the "
+                  "library that asked (the ops above name it): judge those by their resources and throughput")
     elif len(steps_with) == len(per_step):
-        advice = ("they come every step, so each call pays for them on the CPU; the kernels launched after them are "
-                  "library kernels (GEMM, convolution): judge those by their resources and throughput")
+        advice = ("they come every step, so each call pays for them on the CPU; the kernels launched after them come "
+                  "from the library that asked (the ops above name it): judge those by their resources and "
+                  "throughput")
     else:
         advice = ("they come only in some steps, which fits a library setting itself up once; warm up, or keep the "
                   "first step out of the recording")

@@ -13,7 +13,8 @@ stretch of the window can be put on one side:
   before: the GPU was behind something else (a dependency on another stream,
   an event, a graph's set-up), not waiting for the CPU;
 * **idle, unlinked**: the work that ends it has no launch call in the trace;
-* **idle, after the last work**: to the window's end.
+* **idle, after the last work**: to the window's end (the part inside the last
+  recorded step is the GPU waiting for the CPU: the step's CPU work goes on).
 
 The idle time before the window's first GPU work, while that work was not yet
 launched, is kept apart (**filling**): the GPU's queue filling as the
@@ -37,8 +38,8 @@ from dataclasses import dataclass
 
 from . import kernel_kinds as kk
 from ..reader.spans import Spans, clipped, difference, intersection, merged, total
-from ..reader.trace import DRIVER, RUNTIME, Trace
-from .steps import _gpu_busy_spans, gpu_work, window
+from ..reader.trace import CPU_OP, DRIVER, RUNTIME, Trace
+from .steps import _gpu_busy_spans, gpu_work, steps, window
 
 #: a launch followed by its work within this many µs is the launch path's own latency
 LATE_MIN_US = 50.0
@@ -155,16 +156,26 @@ def budget(trace: Trace) -> Budget:
     launch = trace.launchers(work)
     late = late_us(trace) if work else LATE_MIN_US
     cpu, queued, unlinked, after = [], [], [], []
+    st = steps(trace)
+    step_end = st[-1].end_us if st else lo  # (without steps, idle after the last work is the window's tail)
+    lanes = _launchers(trace, work)
+    cpu_end = max((trace.end_of(i) for i in trace.indices((CPU_OP, RUNTIME, DRIVER))
+                   if trace.lane[i] in lanes), default=lo)
     for a, b in idle:
         k = bisect.bisect_left(starts, b - 1e-6)  # the work that ends this stretch: the first to start at its end
-        if k >= len(work):
-            after.append((a, b))
+        if k >= len(work):  # no work after it: inside a recorded step, the GPU waits for the CPU's next launch
+            until = min(b, step_end, cpu_end)  # as long as the CPU is seen working (a step left open is not)
+            inside = [(a, until)] if a < until and work else []
+            cpu += inside
+            after += difference([(a, b)], inside)
             continue
         i = launch[k]
         if i < 0:
             unlinked.append((a, b))
             continue
-        called = trace.ts[i]
+        # the work can run once its launch call has returned: a long launch call (a first launch loading its code,
+        # say) keeps the GPU waiting for the CPU, not behind queued work
+        called = trace.end_of(i)
         if b - called <= late:  # launched just in time: the GPU waited for the CPU (its launch path included)
             cpu.append((a, b))
         elif called <= a:  # launched before the GPU went idle, and started long after: queued
@@ -174,7 +185,6 @@ def budget(trace: Trace) -> Budget:
             queued.append((called, b))
     filling = intersection(cpu, [(max(lo, busy[0][0] - FILL_MAX_US), busy[0][0])]) if busy else []
     cpu = difference(cpu, filling)
-    lanes = _launchers(trace, work)
     cpu_work: Spans = []
     waits: Spans = []
     calls = trace.indices((RUNTIME, DRIVER))

@@ -43,6 +43,7 @@ from .balance import balance, collective_work
 from .steps import gpu_work, window
 from .text import us
 from ..reader import vector
+from ..reader.spans import merged, total
 from ..reader.spans import clipped
 from ..reader.trace import Trace
 
@@ -296,17 +297,20 @@ def find_straggler(ranks: list[int], matched: list[Match]) -> Straggler:
     last = [0] * n
     late: list[list[float]] = [[] for _ in range(n)]
     per: list[list[float]] = []  # per matched collective: each rank's wait in it
+    spans: list[list[tuple[float, float]]] = [[] for _ in range(n)]  # per rank: where it waited, on the shared clock
     for m in matched:
         quickest = min(m.durs_us)
         first = min(m.starts_us)
         w = [d - quickest for d in m.durs_us]
         per.append(w)
         for r in range(n):
-            wait[r] += w[r]
+            spans[r].append((m.starts_us[r], m.starts_us[r] + w[r]))  # the wait opens the kernel: until the last comes
             late[r].append(m.starts_us[r] - first)
         k = max(range(n), key=lambda x: m.starts_us[x])
         if m.starts_us[k] - first > NOISE_PER_COLLECTIVE_US:
             last[k] += 1
+    # a rank's waits in collectives that ran at the same time (gloo's on two threads, say) are counted once
+    wait = [total(merged(x)) for x in spans]
     lasts = last if matched else None
     lates = [statistics.median(x) for x in late] if matched else None
 

@@ -12,6 +12,7 @@ from ..advice import rulebook
 from ..advice.diagnose import diagnose, text as findings_text
 from ..facts.measure import Estimate, Spread, ratio_range
 from ..runs.mode import environment
+from ..facts.budget import budget
 from ..facts.text import us
 from . import _shared
 
@@ -241,13 +242,19 @@ def external(other) -> None:
     """11.external: asked only where the external trace exists (a question must be answerable)."""
     if other is None:
         return
-    v = facts.balance(other).verdict
+    b = budget(other)
+    v = VERDICT_CHOICES[0] if b.cpu_paced else VERDICT_CHOICES[1]
 
     def reveal(answer):
         print(f"{other.device_name}: {len(other):,} events")
-        print(findings_text(diagnose(other)))
-        return widgets.verdict(answer == v, f"diagnose() calls it <b>{v}</b>; read the findings above for the "
-                               "evidence.", actual=v)
+        found = diagnose(other)
+        print(findings_text(found))
+        first = f" diagnose's first finding, the one whose fix should gain the most, is <b>{found[0].title}</b>." \
+            if found else ""
+        return widgets.verdict(
+            answer == v, f"On the trace's timeline the GPU ran work {us(b.busy_us)} of the {us(b.window_us)} window and "
+            f"waited for the CPU {us(b.waiting_for_cpu_us + b.filling_us)}; the CPU's own work took "
+            f"{us(b.paced_cpu_us)}: <b>{v}</b>.{first} Read the findings above for the evidence.", actual=v)
 
-    widgets.ask("11.external", "Is that AlexNet training trace CPU-bound or GPU-bound?",
+    widgets.ask("11.external", "Is that AlexNet benchmark trace CPU-bound or GPU-bound?",
                 choices=VERDICT_CHOICES, default="GPU-bound", reveal=reveal)
