@@ -185,8 +185,11 @@ get_correlation = attrgetter("args.correlation")
 
 def args_dict(a: Any) -> dict:
     """The kept args of an event as a dict with the JSON's own keys (absent keys left out)."""
-    if a.__class__ is Args and msgspec is not None and not len(a.dims):  # (shapes: Raw, which to_builtins refuses)
-        return msgspec.to_builtins(a)  # the same dict, built in C
+    if a.__class__ is Args and msgspec is not None and not len(a.dims):
+        try:
+            return msgspec.to_builtins(a)  # the same dict, built in C
+        except TypeError:  # a shape field holding Raw text (to_builtins refuses it): the loop below skips them
+            pass
     out = {}
     for attr, key in _ARG_ITEMS:  # (the shapes are not args the facts read as a dict: see shape_text)
         v = getattr(a, attr)
