@@ -386,7 +386,7 @@ def main() -> int:
             r = summary[side]
             rows.append((LABELS[side], f"{r['seconds']:.2f} s",
                          f"{r['seconds'] / ours['seconds']:.1f}x" if ours else "-",
-                         mb(r["peak"]), f"{r['peak'] / size:.2f}x", f"{r['events']:,}"))
+                         mb(r["peak"]), f"{r['peak'] / size:.2f}x", f"{r['events']:,}" if r["events"] is not None else "-"))
         _print_table(rows)
         print()
     if "ours" not in sides:

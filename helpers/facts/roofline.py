@@ -217,6 +217,38 @@ def _judge(flops_s: float, bytes_s: float, intensity: float, peak_tflops: float 
     return roof, frac, COMPUTE_BOUND if mem_roof >= peak_tflops else MEMORY_BOUND
 
 
+def _innermost_ops(trace: Trace, launches: list[int]) -> dict[int, int]:
+    """Each launch call's innermost ATen op (-1: none), found by nesting only the ATen ops and these calls on their
+    threads, as :meth:`Trace.parent` nests every event (the same order and slack): the roofline needs no other
+    event's parent, and nesting them all costs more than the rest of the roofline."""
+    if getattr(trace, "_parent", None) is not None:  # nested already: ask it
+        return {i: _innermost_op(trace, i) for i in launches}
+    wanted = set(launches)
+    lanes = {trace.lane[i] for i in wanted}
+    per: dict[int, list[int]] = {}
+    for i in trace.indices((CPU_OP,)):
+        if trace.lane[i] in lanes and not trace.is_gpu(i):
+            per.setdefault(trace.lane[i], []).append(i)
+    for i in wanted:
+        per.setdefault(trace.lane[i], []).append(i)
+    ts, dur = trace.ts, trace.dur
+    out: dict[int, int] = {}
+    for idx in per.values():
+        stack: list[int] = []
+        ends: list[float] = []
+        for start, minus_dur, i in sorted(zip([ts[i] for i in idx], [-dur[i] for i in idx], idx)):
+            end = start - minus_dur
+            lim = end - 1e-3  # (Trace._nest_lanes' slack)
+            while ends and ends[-1] < lim:
+                stack.pop()
+                ends.pop()
+            if i in wanted:
+                out[i] = next((k for k in reversed(stack) if k not in wanted), -1)
+            stack.append(i)
+            ends.append(end)
+    return out
+
+
 def _innermost_op(trace: Trace, i: int) -> int:
     p = trace.parent(i)
     while p >= 0 and trace.group_of(p) != CPU_OP:
@@ -262,8 +294,10 @@ def _calls(trace: Trace, kernels: list[int]) -> tuple[dict[int, list[int]], dict
     """Op event -> the kernels it launched (the innermost ATen op around each launch); reason -> kernels without."""
     calls: dict[int, list[int]] = {}
     left: dict[str, list[int]] = {}
-    for j, i in zip(kernels, trace.launchers(kernels)):
-        op = _innermost_op(trace, i) if i >= 0 else -1
+    launchers = trace.launchers(kernels)
+    inner = _innermost_ops(trace, [i for i in launchers if i >= 0])
+    for j, i in zip(kernels, launchers):
+        op = inner.get(i, -1) if i >= 0 else -1
         if op < 0:
             why = "its launch call is not in the trace" if i < 0 else "no ATen op around its launch call"
             left.setdefault(why, []).append(j)
