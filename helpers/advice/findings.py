@@ -97,7 +97,8 @@ class Finding:
                     self.share, 4), "of": self.of, "base": self.base,
                 "expected_speedup": num(g.speedup) if g else None,
                 "expected_speedup_range": [num(g.low), num(g.high)] if g else None,
-                "basis": g.basis if g else None}
+                "basis": g.basis if g else None,
+                "expected_speedup_of": g.of if g else None}  # "the step", or "the recording" for a one-time cost
 
 
 @dataclass

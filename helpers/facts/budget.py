@@ -195,8 +195,15 @@ def budget(trace: Trace) -> Budget:
                      if trace.lane[i] == lane and kk.is_synchronize(trace.name_of(i)))
         cpu_work = merged(cpu_work + difference(clipped(on, lo, hi), own))
         waits = merged(waits + clipped(own, lo, hi))
-    comm = clipped(merged((trace.ts[j], trace.end_of(j)) for j in work
-                          if kk.classify(trace.name_of(j)) == kk.COLLECTIVE), lo, hi)
+    kinds: dict[int, str] = {}  # by name: classify runs regexes over names thousands of characters long
+
+    def kind(j: int) -> str:
+        n = trace.name_id[j]
+        k = kinds.get(n)
+        if k is None:
+            k = kinds[n] = kk.classify(trace.name_of(j))
+        return k
+    comm = clipped(merged((trace.ts[j], trace.end_of(j)) for j in work if kind(j) == kk.COLLECTIVE), lo, hi)
     got = trace.memo["budget"] = Budget(lo, hi, busy, cpu, filling, queued, unlinked, after, lanes, cpu_work, waits,
                                         late, comm)
     return got

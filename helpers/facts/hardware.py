@@ -165,9 +165,12 @@ class Datasheet:
     fp32_tflops: float | None = None  # FP32 on the CUDA cores (no tensor cores): what plain float32 math can reach
     tf32_tflops: float | None = None  # TF32 tensor cores, dense: float32 matrix multiplies when TF32 is allowed
     source: str = ""  # the datasheet these figures come from
+    vendor: str = "nvidia"  # "amd": ``capability`` is then the gfx version ROCm reports, which no CUDA row describes
 
     @property
     def dtype(self) -> str:
+        if self.vendor == "amd":  # CDNA 2 and 3 have bf16 matrix instructions
+            return "bf16"
         return "bf16" if has_native_bf16(self.capability) else "fp16"
 
 
@@ -205,9 +208,9 @@ DATASHEETS: tuple[Datasheet, ...] = (
     Datasheet(("v100",), (7, 0), 125.0, 0.9, 15.7, None, _V100),  # Volta: no TF32
     Datasheet(("t4",), (7, 5), 65.0, 0.32, 8.1, None, _T4),  # Turing: no TF32
     # AMD (its "capability" is the gfx version ROCm reports as computeMajor.computeMinor, not a CUDA one)
-    Datasheet(("mi300x",), (9, 4), 1307.4, 5.3, 163.4, 653.7, _MI300X),  # dense BF16, TF32; FP32 vector
-    Datasheet(("mi250x", "gcd"), (9, 0), 191.5, 1.6384, 23.95, None, _MI250),  # 383 / 2, 3.2768 / 2, 47.9 / 2
-    Datasheet(("mi250", "gcd"), (9, 0), 181.05, 1.6384, 22.65, None, _MI250),  # 362.1 / 2, 3.2768 / 2, 45.3 / 2
+    Datasheet(("mi300x",), (9, 4), 1307.4, 5.3, 163.4, 653.7, _MI300X, "amd"),  # dense BF16, TF32; FP32 vector
+    Datasheet(("mi250x", "gcd"), (9, 0), 191.5, 1.6384, 23.95, None, _MI250, "amd"),  # 383/2, 3.2768/2, 47.9/2
+    Datasheet(("mi250", "gcd"), (9, 0), 181.05, 1.6384, 22.65, None, _MI250, "amd"),  # 362.1/2, 3.2768/2, 45.3/2
 )
 
 #: ROCm traces often name no GPU (an empty name, or "AMD Radeon Graphics"): (computeMajor, computeMinor, numSms, the

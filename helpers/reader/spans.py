@@ -117,6 +117,19 @@ def merged(spans: Iterable[tuple[float, float]]) -> Spans:
 
 def intersection(a: Spans, b: Spans) -> Spans:
     """The time both ``a`` and ``b`` (each merged and sorted) cover, as intervals."""
+    if len(a) > 16 * len(b):
+        a, b = b, a
+    if len(b) > 16 * len(a):  # a few spans against many: look each up (the merged spans' ends are sorted too)
+        out_: Spans = []
+        ends = [e for _, e in b]
+        for s, e in a:
+            k = bisect.bisect_right(ends, s)
+            while k < len(b) and b[k][0] < e:
+                x, y = max(s, b[k][0]), min(e, b[k][1])
+                if y > x:
+                    out_.append((x, y))
+                k += 1
+        return out_
     out: Spans = []
     i = j = 0
     while i < len(a) and j < len(b):
