@@ -128,7 +128,8 @@ FOLDERS = {
 EXTERNAL_FIRST = {
     "hta_amd_trace_mi250_minitoy_train_ROCm6_2_kineto.json.gz": ("long-call", "one 6.54 ms hipLaunchKernel, a first "
                                                                  "launch loading its code, holds 68% of the window"),
-    "hta_call_stack_backward_thread.json": ("cpu-bound", "a CPU-side call-stack sample: the GPU idles 80% for the CPU"),
+    "hta_call_stack_backward_thread.json": ("gpu-behind", "a 7-event fragment: its one kernel starts 64 ms after its "
+                                                          "launch; before it, no CPU work is recorded to blame"),
     "hta_cpu_only_rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz": (None, "no GPU work: nothing to rank"),
     "hta_critical_path_alexnet_benchmark_result_2869224_1695835535_trace.json.gz":
         ("long-call", "one 29.9 s call before the first kernel (the CUDA context's set-up) holds 69% of the window"),

@@ -63,10 +63,10 @@ def test_input_bound_and_what_overhead_bound_says_then(found):
     assert any("num_workers=0" in e for e in f.evidence) and "num_workers" in f.next
     for name in fired(found, "input-bound"):
         got = diagnose(read_trace(ROOT / "traces/reference/nvidia-h200" / f"{name}.json"))
-        assert got[0].rule == "input-bound" and got[0].gain.speedup > 2  # said first, with the gain of workers
+        assert got[0].rule == "input-bound" and got[0].gain.speedup >= 2  # said first, with the gain of workers
         # what the CPU side says after it is only the time the DataLoader does not explain
         rest = [x for x in got if x.rule in ("cpu-bound", "tiny-kernels")]
-        assert all(x.share < got[0].share and any("no finding above explains" in e for e in x.evidence) for x in rest)
+        assert all(x.share < got[0].share and any("no other finding explains" in e for e in x.evidence) for x in rest)
 
 
 def test_overhead_bound_keeps_its_advice_without_a_dataloader(h200):

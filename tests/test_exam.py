@@ -138,7 +138,10 @@ def test_a_memory_spike_is_the_exam_s_temporary_and_nothing_in_the_reference_set
     assert big and all(a.op in ("aten::sub", "aten::pow") for a in big)  # the broadcast's subtraction, its square
     assert f"{max(a.share_of_peak for a in big):.0%} of its peak allocated memory" in spike.evidence[0]
     assert "aten::sub x" in spike.evidence[0] and "aten::pow x" in spike.evidence[0]
-    assert spike.severity == Severity.ISSUE and spike.share is None and spike.notebook == "13"
+    # sized by the GPU time of the ops that made it (the reviewers' 57.08 ms, 77% of the window), with no gain: what a
+    # fix saves of it the project has not measured
+    assert spike.severity == Severity.ISSUE and spike.notebook == "13" and spike.gain is None
+    assert 0.7 < spike.share < 0.85 and spike.of.startswith("the GPU time of the ops")
     assert diagnose.CDIST_DOCS in spike.next
     assert peak.peak_allocated > 2 * max(a.bytes for a in big) * 0.99  # two at once make the peak
     with_memory = [p for p in _reference_traces() if memory.has_memory(read_trace(p))]

@@ -32,6 +32,9 @@ PINNED_DOCS = "https://docs.pytorch.org/tutorials/intermediate/pinmem_nonblock.h
 #: one runtime or driver call (not a synchronize, not a copy) longer than this share of the window is a one-time cost
 #: worth its own finding (lazy module loading, context creation, a large allocation)
 LONG_CALL_SHARE = 0.1
+#: ... and, once one does, every such call of at least this long and this share of the window joins it
+LONG_CALL_MIN_US = 1000.0
+LONG_CALL_OF = 0.01
 #: the optimizer step's CPU and GPU time with fused=True against each implementation, on the H200 reference set
 #: (notebook 12's train-fp32-* and notebook 16's loop traces, median step): foreach 627 to 294 us of CPU time, 372 to
 #: 124 us of GPU time; the for-loop 2131 to 294 and 4880 to 870 us of CPU time, 358 to 124 and 696 to 263 us of GPU
@@ -136,7 +139,11 @@ def _input_bound(c: Context) -> Finding | None:
         rest = w * (1 - got.share)
 
         def speed(n: float) -> float:
-            return w / max(rest, x.loader_us / n, 1e-9)
+            if x.single:  # the batches made n times as fast, ahead of the step: the step is the longer of the two
+                return w / max(rest, x.loader_us / n, 1e-9)
+            # workers already overlap their work with the step: the wait is what their production time P has left
+            # beyond the rest of the step (P = wait + rest); made n times as fast, the step is max(rest, P / n)
+            return w / max(rest, (rest + x.loader_us) / n, 1e-9)
         got.gain = Gain(speed(rates[0]), speed(rates[1]), speed(rates[2]), basis)
     return got
 
@@ -212,25 +219,37 @@ def _cold_start(c: Context) -> Finding | None:
 
 
 def _long_call(c: Context) -> Finding | None:
-    """One runtime or driver call holding a large share of the window while the GPU idles (not a synchronize)."""
+    """Runtime or driver calls long enough to hold the GPU idle on their own (not a synchronize, not a copy): set-up
+    that a first call pays (the context, loading the GPU code's modules, reserving memory, creating streams). The
+    longest names the finding; every call of at least :data:`LONG_CALL_MIN_US` and :data:`LONG_CALL_OF` of the
+    window claims its stretch, so that none of them is read as the CPU's work between launches."""
     t, b = c.trace, c.budget
     if b.window_us <= 0:
         return None
-    calls = [i for i in t.indices((RUNTIME, DRIVER)) if not t.is_gpu(i) and t.dur[i] >= LONG_CALL_SHARE * b.window_us
+    calls = [i for i in t.indices((RUNTIME, DRIVER)) if not t.is_gpu(i)
              and not kk.is_synchronize(t.name_of(i)) and "emcpy" not in t.name_of(i)]
-    if not calls:
+    longest = max(calls, key=t.dur.__getitem__, default=None)
+    if longest is None or t.dur[longest] < LONG_CALL_SHARE * b.window_us:
         return None
-    i = max(calls, key=t.dur.__getitem__)
-    name = t.name_of(i)
-    ops = [t.name_of(p) for p in t.ancestors(i) if t.group_of(p) == CPU_OP]
-    ev = [f"{name} took {us(t.dur[i])}, {b.share(t.dur[i]):.0%} of the window"
+    slow = [i for i in calls if t.dur[i] >= max(LONG_CALL_MIN_US, LONG_CALL_OF * b.window_us)]
+    name = t.name_of(longest)
+    ops = [t.name_of(p) for p in t.ancestors(longest) if t.group_of(p) == CPU_OP]
+    ev = [f"{name} took {us(t.dur[longest])}, {b.share(t.dur[longest]):.0%} of the window"
           + (f", under {ops[-1]}" + (f" ({ops[0]})" if len(ops) > 1 else "") if ops else ""),
           f"{sum(1 for j in t.indices((RUNTIME, DRIVER), name=name))} call(s) of {name} in the trace"]
-    f = Finding(RuleId.LONG_CALL, f"One call holds the GPU idle: {name}, a one-time cost", Severity.ISSUE, ev,
+    others = Counter(t.name_of(i) for i in slow if i != longest)
+    if others:
+        ev.append("other long set-up calls: " + ", ".join(
+            f"{n} x {k} ({us(sum(t.dur[i] for i in slow if t.name_of(i) == k))})" for k, n in others.most_common(4)))
+    n_more = sum(others.values())
+    title = (f"Set-up calls hold the GPU idle: {name} and {n_more} more, one-time costs" if others else
+             f"One call holds the GPU idle: {name}, a one-time cost")
+    f = Finding(RuleId.LONG_CALL, title, Severity.ISSUE, ev,
                 "a first call of its kind pays for set-up (loading the GPU code's modules, creating the context, "
                 "reserving memory): warm up before recording, or move the set-up out of the recorded steps")
-    return c.claimed(f, f"the GPU idle during {name}", "a one-time cost: gone from a recording made after warm-up",
-                     cpu=[(t.ts[i], t.end_of(i))], cpu_speedup=Speedup.gone(), gain_of="the recording")
+    return c.claimed(f, f"the GPU idle during {name}" + (" and the other set-up calls" if others else ""),
+                     "one-time costs: gone from a recording made after warm-up",
+                     cpu=[(t.ts[i], t.end_of(i)) for i in slow], cpu_speedup=Speedup.gone(), gain_of="the recording")
 
 
 # --- waits for the GPU (12) ---------------------------------------------------------------------------------
@@ -387,7 +406,7 @@ def _cpu_bound(c: Context) -> Finding | None:
     ev = [f"in all the GPU waited for the CPU {us(b.waiting_for_cpu_us)} of the {us(b.window_us)} window "
           f"({b.share(b.waiting_for_cpu_us):.0%}), in {len(gaps):,} gaps"
           + (f" ({sum(1 for g in gaps if 100 <= g < 1000):,} of them 0.1 to 1 ms)" if len(gaps) > 20 else "")
-          + (f"; the findings above claim {us(claimed)} of it, this one the {us(total(left))} no cause explains"
+          + (f"; the other findings claim {us(claimed)} of it, this one the {us(total(left))} no cause explains"
              if claimed > 0.01 * b.window_us else ""),
           f"the GPU ran work {us(b.busy_us)} ({b.share(b.busy_us):.0%})"
           + (f"; it idled {us(b.queued_us)} more with its next work already launched (not the CPU's)"
@@ -399,7 +418,7 @@ def _cpu_bound(c: Context) -> Finding | None:
                   "does not pay it each step")
     where = _where_the_cpu_was(c, left)
     if where:
-        ev.append(f"where the CPU was in the {us(total(left))} no finding above explains: {where}")
+        ev.append(f"where the CPU was in the {us(total(left))} no other finding explains: {where}")
     durs = facts.durations(c.trace)
     launch = [c.trace.dur[i] for i in c.trace.indices((RUNTIME, DRIVER)) if c.trace.gpu_work_of(i)]
     tiny = bool(durs and launch and len(durs) >= 20 and statistics.median(durs) < statistics.median(launch))
@@ -411,7 +430,8 @@ def _cpu_bound(c: Context) -> Finding | None:
                   "steady step's CPU time")
     else:
         advice = ("give each launch more work (larger batches or tensors), launch fewer kernels (fuse ops with "
-                  "torch.compile, CUDA graphs), and keep Python out of the hot loop")
+                  "torch.compile, CUDA graphs: they pay off only where they replace many launches, since a compiled "
+                  "call has a CPU cost of its own, which notebook 08 measures), and keep Python out of the hot loop")
     rule, title = ((RuleId.TINY_KERNELS, "Kernels shorter than the calls that launch them") if tiny else
                    (RuleId.CPU_BOUND, "CPU-bound: the GPU waits for the CPU"))
     severity = Severity.ISSUE

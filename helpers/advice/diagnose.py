@@ -55,9 +55,9 @@ def first_line(findings: list[Finding]) -> str:
 
 
 #: how to read the list, printed under its first line
-LEGEND = ("(issue: time a fix can win back, with what the fix should gain; note: worth knowing, no fix to size. "
-          "'accounts for' is the share of the recorded window a finding explains: each stretch of it is counted "
-          "in one finding only.)")
+LEGEND = ("(issue: something a fix can win back, with what the fix should gain where the trace can say; note: worth "
+          "knowing, or a fix that would gain little. 'accounts for' is the share of the recorded window a finding "
+          "explains: each stretch of it is counted in one finding only.)")
 
 
 def text(findings: list[Finding]) -> str:

@@ -139,8 +139,9 @@ def _straggler(r: Ranks) -> "Finding | None":
             ev.append(f"rank {x.rank} spent {us(x.wait_us)} inside the matched collectives beyond the quickest rank; "
                       f"rank {s.rank} {us(me.wait_us)}")
     others = [x.compute_us for x in r.ranks if x.rank != s.rank]
-    ev.append(f"compute (GPU work other than collectives): rank {s.rank} {us(me.compute_us)}, the others "
-              + ", ".join(f"{us(v)}" for v in others))
+    if any(x.compute_us > 0 for x in r.ranks):
+        ev.append(f"compute (GPU work other than collectives): rank {s.rank} {us(me.compute_us)}, the others "
+                  + ", ".join(f"{us(v)}" for v in others))
     f = _finding(RuleId.STRAGGLER, f"Straggler: the other ranks wait for rank {s.rank} in their collectives",
                  Severity.ISSUE, ev,
                  f"look at what rank {s.rank} does before the collectives it enters last: its GPU work, its CPU "
@@ -164,6 +165,9 @@ def _straggler(r: Ranks) -> "Finding | None":
                       f"the job's step is its slowest rank's ({us(before)}): without rank {s.rank}'s extra GPU work "
                       f"({us(excess)} more than the others' median), shorter by that much (by half of it for the low "
                       "end)")
+    elif not any(x.compute_us > 0 for x in r.ranks):
+        ev.append(f"the trace holds no GPU work to compare (the ranks ran on CPUs): what makes rank {s.rank} late is "
+                  "not in its recorded collectives, so one recorded window cannot size the gain")
     else:
         ev.append(f"rank {s.rank}'s GPU work is no larger than the others' ({us(me.compute_us)} against "
                   f"{us(others_compute)}, their median): what makes it late is not in its GPU work (its CPU side, its "

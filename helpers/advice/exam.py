@@ -231,7 +231,10 @@ def why(k: Key) -> str:
         out.append(f"It accounts for {f.amount}, and {f.gain.words()} ({f.gain.basis}){rest}: the fix that should "
                    "gain the most comes first.")
     elif f.share is not None:
-        out.append(f"It accounts for {f.amount}" + ("; every other finding is a note." if not others else "."))
+        out.append(f"It accounts for {f.amount}" + ("; every other finding is a note." if not others else ".")
+                   + (" It costs memory as well as that GPU time; how much of the time a fix would save (an op that "
+                      "never builds the temporary) the project has not measured, so no speedup is given."
+                      if f.rule == RuleId.MEMORY_SPIKE else ""))
     elif not others:
         out.append("It has no share of the window and no speedup to give: what it costs is memory (a smaller batch, "
                    "or an out-of-memory error), not time. It is the only issue here: the other findings are notes, "

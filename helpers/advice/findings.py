@@ -139,7 +139,7 @@ class Context:
     def claimed(self, f: "Finding", of: str, basis: str = "", *, cpu: Spans | None = None,
                 cpu_speedup: Speedup | None = None, gpu: Spans | None = None, gpu_speedup: Speedup | None = None,
                 cpu_at_most_us: float | None = None, gain_of: str = "the step",
-                wait: Spans | None = None) -> "Finding | None":
+                wait: Spans | None = None, floor_cut_us: float = 0.0) -> "Finding | None":
         """``f`` sized by the time it claims on the ledger (``cpu``: GPU idle time waiting for the CPU; ``gpu``:
         GPU busy time), with the gain its fix should bring (an issue's; ``wait``: the CPU's waits for the GPU the fix
         removes too, where the GPU was busy); None when it claims nothing a rule before it has not (the time is
@@ -156,7 +156,8 @@ class Context:
         f.size(us, self.budget.window_us, of, self.base)
         if f.severity == Severity.ISSUE and (cpu_speedup or gpu_speedup):
             f.gain = self.ledger.gain(basis, of=gain_of, cpu_us=total(got_cpu), cpu=cpu_speedup, gpu_us=total(got_gpu),
-                                      gpu=gpu_speedup, wait_us=waited if self.budget.cpu_paced else 0.0)
+                                      gpu=gpu_speedup, wait_us=waited if self.budget.cpu_paced else 0.0,
+                                      floor_cut_us=floor_cut_us)
         return f
 
 

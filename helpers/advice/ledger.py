@@ -96,10 +96,11 @@ class Ledger:
         return free if filling or side != Side.CPU else difference(free, self.budget.filling)
 
     def gain(self, basis: str, *, of: str = "the step", cpu_us: float = 0.0, cpu: Speedup | None = None, gpu_us: float = 0.0,
-             gpu: Speedup | None = None, wait_us: float = 0.0) -> Gain:
+             gpu: Speedup | None = None, wait_us: float = 0.0, floor_cut_us: float = 0.0) -> Gain:
         """The step's speedup when the CPU-side part (``cpu_us`` of idle time) gets ``cpu`` times faster and the
         GPU-side part (``gpu_us`` of busy time) ``gpu`` times faster; ``wait_us``: the CPU's waits for the GPU that the
-        fix removes as well, at ``cpu``'s rate (while the GPU ran: where the CPU sets the pace, they are the step's)."""
+        fix removes as well, at ``cpu``'s rate (while the GPU ran: where the CPU sets the pace, they are the step's);
+        ``floor_cut_us``: the CPU's own work the fix removes too (one fused kernel launched instead of twenty)."""
         b = self.budget
         w = b.window_us
         if w <= 0:
@@ -109,13 +110,13 @@ class Ledger:
             saved_cpu = cpu_us * (1 - 1 / sc) if cpu_us else 0.0
             saved_gpu = gpu_us * (1 - 1 / sg) if gpu_us else 0.0
             saved_wait = wait_us * (1 - 1 / sc) if wait_us else 0.0
-            floor = max(b.busy_us + b.queued_us - saved_gpu, b.cpu_work_us - saved_cpu, 0.0)
+            floor = max(b.busy_us + b.queued_us - saved_gpu, b.cpu_work_us - saved_cpu - floor_cut_us, 0.0)
             return max(w - saved_cpu - saved_gpu - saved_wait, floor, 1e-9)
 
         c, g = cpu or Speedup(1.0, 1.0, 1.0), gpu or Speedup(1.0, 1.0, 1.0)
         saved_gpu = gpu_us * (1 - 1 / g.mid) if gpu_us else 0.0
         saved_cpu = cpu_us * (1 - 1 / c.mid) if cpu_us else 0.0
-        cpu_floor = b.cpu_work_us - saved_cpu
+        cpu_floor = b.cpu_work_us - saved_cpu - floor_cut_us
         if gpu_us and cpu_floor >= max(w - saved_cpu - saved_gpu, b.busy_us + b.queued_us - saved_gpu):
             # a GPU-side fix stopped by the CPU's own work, timed under the profiler, which inflates it
             basis += ("; the CPU's own work is the floor, as profiled: the profiler inflates it, so without the "

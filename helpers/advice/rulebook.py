@@ -64,10 +64,8 @@ class Row:
 ROWS: tuple[Row, ...] = (
     Row(
         you_see='Self CUDA total far below Self CPU total; GPU lane mostly empty',
-        means='**CPU-bound**: the GPU waits for the CPU to prepare and launch work (`diagnose` divides the time the '
-              "GPU waited among its causes, each stretch to one of them: input, compiling, a cold start, one long "
-              'call, hidden syncs, the optimizer, the compile tax; what none explains is the CPU\'s own work between '
-              'launches, and each finding says what its fix should gain)',
+        means='**CPU-bound**: the GPU waits for the CPU to prepare and launch work; `diagnose` names what kept the '
+              "CPU busy (the DataLoader, compiling, set-up, waits, the optimizer) and what its fix should gain",
         tries='more work per launch (bigger batches), fewer launches (fusion, `torch.compile`, CUDA graphs); faster'
               ' kernels help only as far as the step waits for them (a synchronize every step makes it wait): '
               '`diagnose` says what each fix should gain',
@@ -108,7 +106,7 @@ ROWS: tuple[Row, ...] = (
     Row(
         you_see='`expand`, `reshape`, `view`, `_unsafe_view` around `aten::bmm`',
         means='a batched matmul: views (metadata only) around one batched GEMM',
-        tries='fine on the GPU; on an CPU-bound run each op still costs CPU time',
+        tries='fine on the GPU; on a CPU-bound run each op still costs CPU time',
         rules=(), where='(dispatch chain)', notebooks=('05',)),
     Row(
         you_see='`cudaOccupancy...` calls',

@@ -128,6 +128,8 @@ class Budget:
 #: the leading idle time up to this long is the queue filling (the CPU's path to its first launch, profiled); beyond
 #: it, the CPU was doing other work first
 FILL_MAX_US = 2000.0
+#: the stretch before the first GPU work counts as the CPU's only if its events cover at least this share of it
+IDLE_CPU_SHARE = 0.1
 #: a thread that launched at least this share of the GPU work is a launcher (autograd's backward thread, say, beside
 #: the main thread)
 LAUNCHER_SHARE = 0.05
@@ -185,14 +187,25 @@ def budget(trace: Trace) -> Budget:
             queued.append((called, b))
     filling = intersection(cpu, [(max(lo, busy[0][0] - FILL_MAX_US), busy[0][0])]) if busy else []
     cpu = difference(cpu, filling)
+    if busy:  # before the first GPU work, a CPU seen doing (almost) nothing is no CPU at work: not counted either
+        lead = intersection(cpu, [(lo, busy[0][0])])
+        seen = total(intersection(lead, merged((trace.ts[i], trace.end_of(i)) for i in range(len(trace))
+                                               if trace.lane[i] in lanes and not trace.is_gpu(i)
+                                               and not trace.name_of(i).startswith("ProfilerStep#"))))
+        if lead and seen < IDLE_CPU_SHARE * total(lead):
+            filling = merged(filling + lead)
+            cpu = difference(cpu, lead)
     cpu_work: Spans = []
     waits: Spans = []
     calls = trace.indices((RUNTIME, DRIVER))
     for lane in lanes:  # each launcher's work less its own waits; a wait while another launcher works is no idle CPU
         on = merged((trace.ts[i], trace.end_of(i)) for i in range(len(trace))
                     if trace.lane[i] == lane and not trace.is_gpu(i))
+        # a wait for the GPU: a synchronize, or a copy call that lasts longer than the launch path (a copy from or
+        # to pageable memory returns once the GPU has done the work queued before it)
         own = merged((trace.ts[i], trace.end_of(i)) for i in calls
-                     if trace.lane[i] == lane and kk.is_synchronize(trace.name_of(i)))
+                     if trace.lane[i] == lane and (kk.is_synchronize(trace.name_of(i))
+                                                   or ("emcpy" in trace.name_of(i) and trace.dur[i] > late)))
         cpu_work = merged(cpu_work + difference(clipped(on, lo, hi), own))
         waits = merged(waits + clipped(own, lo, hi))
     kinds: dict[int, str] = {}  # by name: classify runs regexes over names thousands of characters long

@@ -213,7 +213,8 @@ def waits(slow) -> None:
                                            title=f"{slow.tag}: one step (the GPU lane is at the bottom)"))
         show.table(rows, ["line(s)", "code", "the trace's frames", "op around the wait", "runtime calls", "waits per step",
                           "each wait (median)",
-                          "GPU idle after it (median)"])
+                          "GPU idle after it, to its next work (median; whatever the CPU did next, the next "
+                          "batch included)"])
         frame = sites[0].frame if sites else None
         longest = max(sites, key=lambda s: statistics.median(s.waits)) if sites else None
         how = ""
