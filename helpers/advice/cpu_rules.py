@@ -118,9 +118,9 @@ def _input_bound(c: Context) -> Finding | None:
                   f"that the DataLoader span shrinks to a queue read ({DATALOADER_DOCS})")
         # N workers make batches N times as fast, ahead of the step: the loading hides behind the rest of the step
         # once it is shorter (notebook 14's four workers: 94.1 to 37.1 ms; notebook 16's loop: 29.0 to 8.55 ms)
-        rates, basis = (4.0, 2.0, 8.0), (f"with {WORKERS_ASSUMED} workers (2 to 8 for the low and high ends) the batches "
-                                         "come that many times faster, prepared while the step runs: the step "
-                                         "becomes the longer of the rest of it and the loading so divided")
+        rates, basis = (4.0, 2.0, 8.0), (f"with {WORKERS_ASSUMED} workers (2 to 8 for the low and high ends), batches "
+                                         "are made that many times faster and while the step runs; the step then "
+                                         "takes the longer of its other work and the faster loading")
     else:
         if x.workers:
             ev.append("_MultiProcessingDataLoaderIter: workers already make the batches; the main process waits "
@@ -128,9 +128,9 @@ def _input_bound(c: Context) -> Finding | None:
         advice = ("the workers do not keep up: make each sample cheaper (decode once, smaller images, augment on the "
                   "GPU), add workers if the cores allow, or raise prefetch_factor; then check the DataLoader span "
                   f"shrinks to a queue read ({DATALOADER_DOCS})")
-        rates, basis = (2.0, 1.25, 4.0), ("if the workers kept up twice as well (how much more workers or cheaper "
-                                          "samples give depends on both; 1.25x to 4x for the ends): the step becomes "
-                                          "the longer of the rest of it and the loading so divided")
+        rates, basis = (2.0, 1.25, 4.0), ("if the workers made batches twice as fast (1.25x to 4x for the ends: it "
+                                          "depends on the cores and the samples); the step then takes the longer of "
+                                          "its other work and the faster loading")
     f = Finding(RuleId.INPUT_BOUND, "Input-bound: the GPU waits for the DataLoader", Severity.ISSUE, ev, advice)
     got = c.claimed(f, "the GPU idle while the DataLoader ran", basis,
                     cpu=merged((s.start_us, s.start_us + s.dur_us) for s in x.spans), cpu_speedup=Speedup.gone())
@@ -167,7 +167,9 @@ def _recompiles(c: Context) -> Finding | None:
     if not spent.spans or not c.budget.busy:  # recompiled outside the window, or no GPU to idle: nothing to size
         return f
     return c.claimed(f, "compiling (torch.compile's compile spans)", "a frame compiled once is reused: its "
-                     "compiling leaves the steady step", cpu=spent.spans, cpu_speedup=Speedup.gone(low=2.0))
+                     "compiling leaves the steady step (in this recording: a longer run that keeps recompiling stops "
+                     "at torch._dynamo's recompile limit, 8 by default, and runs the frame eagerly from then on)",
+                     cpu=spent.spans, cpu_speedup=Speedup.gone(low=2.0))
 
 
 # --- one-time costs (03) -------------------------------------------------------------------------------------
@@ -413,9 +415,9 @@ def _cpu_bound(c: Context) -> Finding | None:
              if b.queued_us > 0.01 * b.window_us else "")]
     fill = total(intersection(c.ledger.left(Side.CPU), b.filling))  # what no cause claimed of it
     if fill > 0.01 * b.window_us and b.busy:
-        ev.append(f"not counted: {us(fill)} just before the first GPU work ({us(b.busy[0][0] - b.lo)} into the "
-                  "window), the CPU's way to its first launch as the recording starts; a loop whose CPU runs ahead "
-                  "does not pay it each step")
+        ev.append(f"not counted: the {us(fill)} before the first GPU work ({us(b.busy[0][0] - b.lo)} into the "
+                  "window), while the CPU made its first launch; in a steady loop the CPU is already ahead of the GPU "
+                  "when a step starts, so no step pays this")
     where = _where_the_cpu_was(c, left)
     if where:
         ev.append(f"where the CPU was in the {us(total(left))} no other finding explains: {where}")

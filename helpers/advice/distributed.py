@@ -151,8 +151,8 @@ def _straggler(r: Ranks) -> "Finding | None":
     if not waiting:
         return f
     worst = max(waiting, key=lambda x: x.wait_us or 0.0)
-    f.size(worst.wait_us or 0.0, worst.window_us, f"rank {worst.rank}'s collectives waiting for rank {s.rank} (beside "
-           "its compute or not)", _RANK_WINDOW)
+    f.size(worst.wait_us or 0.0, worst.window_us, f"rank {worst.rank}'s collectives waiting for rank {s.rank} (some of "
+           "that time its other GPU work ran beside them)", _RANK_WINDOW)
     # The job's step is its slowest rank's. What the straggler's fix removes is what makes it slow; where that is its
     # own GPU work (more compute than the others), the step loses that excess; where it is not, the trace does not
     # say what it is (its CPU side, its input, or something before the recording) and the gain is not sized.

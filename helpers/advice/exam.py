@@ -244,8 +244,8 @@ def why(k: Key) -> str:
     remainder = next((x for x in k.findings if x.rule in (RuleId.CPU_BOUND, RuleId.TINY_KERNELS) and x is not f), None)
     if f.rule in CAUSES_OF_IDLE and remainder is not None and remainder.share is not None:
         out.append(f"The GPU also waits for the CPU where no cause is named ({remainder.rule}, {remainder.amount}). "
-                   "The two do not share any time, and this one explains more of the wait: fewer or larger launches "
-                   "would not remove its cause.")
+                   f"{f.rule} and {remainder.rule} share no time, and {f.rule}'s fix should gain more: fewer or larger "
+                   f"launches would not remove what {f.rule} found.")
     if f.rule in (RuleId.CPU_BOUND, RuleId.TINY_KERNELS):
         out.append("No cause the trace names (the DataLoader, waits for the GPU, compiling, the optimizer) explains "
                    "the GPU's wait for the CPU, so the CPU's own work between launches is what to act on"

@@ -119,8 +119,8 @@ class Ledger:
         cpu_floor = b.cpu_work_us - saved_cpu - floor_cut_us
         if gpu_us and cpu_floor >= max(w - saved_cpu - saved_gpu, b.busy_us + b.queued_us - saved_gpu):
             # a GPU-side fix stopped by the CPU's own work, timed under the profiler, which inflates it
-            basis += ("; the CPU's own work is the floor, as profiled: the profiler inflates it, so without the "
-                      "profiler the gain may be larger")
+            basis += ("; the step cannot get shorter than the CPU's own work in it, which the profiler inflates: "
+                      "without the profiler the gain may be larger")
         return Gain(w / after(c.mid, g.mid), w / after(c.low, g.low), w / after(c.high, g.high), basis, of)
 
 

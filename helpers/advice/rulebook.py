@@ -67,7 +67,7 @@ ROWS: tuple[Row, ...] = (
         means='**CPU-bound**: the GPU waits for the CPU to prepare and launch work; `diagnose` names what kept the '
               "CPU busy (the DataLoader, compiling, set-up, waits, the optimizer) and what its fix should gain",
         tries='more work per launch (bigger batches), fewer launches (fusion, `torch.compile`, CUDA graphs); faster'
-              ' kernels help only as far as the step waits for them (a synchronize every step makes it wait): '
+              ' kernels shorten the step only where the CPU waits for them (a `.item()` or a synchronize each step): '
               '`diagnose` says what each fix should gain',
         rules=(RuleId.CPU_BOUND,), where=None, notebooks=('02',)),
     Row(

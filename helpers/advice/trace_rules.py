@@ -66,8 +66,10 @@ def _gpu_behind(c: Context) -> Finding | None:
     s, e = max(b.queued, key=lambda x: x[1] - x[0])
     work = sorted(facts.gpu_work(t), key=t.ts.__getitem__)
     nxt = next((j for j in work if t.ts[j] >= e - 1e-6), None)
-    ev = [f"the GPU idled {us(b.queued_us)} ({b.share(b.queued_us):.0%} of the window) while its next work had "
-          f"already been launched (more than {us(b.late_us)} before it ran)"]
+    ev = [f"no GPU work is recorded for {us(b.queued_us)} ({b.share(b.queued_us):.0%} of the window) while its next "
+          f"work had already been launched (more than {us(b.late_us)} before it ran): the GPU was busy with something "
+          "the trace does not hold (work queued before the recording began, another process) or waited on a "
+          "dependency"]
     if nxt is not None and t.launch_of(nxt) >= 0:
         i = t.launch_of(nxt)
         ev.append(f"the longest stretch: {us(e - s)}, before {t.name_of(nxt)[:60]}, launched by {t.name_of(i)} "
@@ -80,7 +82,7 @@ def _gpu_behind(c: Context) -> Finding | None:
                 "this idle time is not the CPU's: the GPU was behind something the trace does not show as work (a "
                 "dependency on another stream or event, a graph's set-up, the recording starting before the GPU was "
                 "free); look at what ran on the GPU before the recording, and at stream and event waits")
-    return c.sized(f, b.queued_us, "the GPU idle with its next work already launched")
+    return c.sized(f, b.queued_us, "no GPU work recorded, its next work already launched")
 
 
 def graph_phase(c: Context) -> str | None:
@@ -224,8 +226,8 @@ def compile_tax(c: Context) -> Finding | None:
     f = Finding(RuleId.COMPILE_TAX, "Compiled region costs more CPU time than the GPU work it launches",
                 Severity.ISSUE, ev,
                 "confirm it without the profiler first (torch.utils.benchmark.Timer: the profiler inflates CPU time "
-                "per op); then compile larger graphs, batch the work, or try mode='reduce-overhead' (CUDA graphs) "
-                "and measure")
+                "per op), against eager too: on work this small, not compiling may be quickest (notebook 08); then "
+                "compile larger graphs or batch the work, or try mode='reduce-overhead' (CUDA graphs), and measure")
     got = c.claimed(f, "the GPU idle during the compiled calls",
                     "if compiling larger graphs or CUDA graphs halved the calls' CPU time (the profiler inflates it: "
                     "measure without it)", cpu=[(t.ts[i], t.end_of(i)) for i in calls],

@@ -97,8 +97,8 @@ class RankRow:
     idle_us: float  # window minus busy
     idle_pct: float | None
     self_cpu_us: float
-    compute_us: float  # GPU time of everything but collectives (summed durations)
-    collective_us: float  # GPU time of collectives (summed durations)
+    compute_us: float  # GPU time of everything but collectives (the union of its spans: concurrent streams once)
+    collective_us: float  # GPU time of collectives (the union of their spans in the window)
     collectives: int
     overlap_pct: float | None  # share of collective time (in the window) with compute running too
     exposed_us: float  # collective time (in the window) with no compute running
@@ -196,7 +196,7 @@ def rank_facts(trace: Trace, rank: int, shift_us: float = 0.0) -> tuple[RankRow,
         rank=rank, path=str(trace.path), device=trace.device_name, window_us=b.window_us,
         gpu_busy_us=b.gpu_busy_us, idle_us=max(b.window_us - b.gpu_busy_us, 0.0),
         idle_pct=100.0 * b.gpu_idle_share if b.gpu_idle_share is not None else None,
-        self_cpu_us=b.self_cpu_us, compute_us=b.device_us, collective_us=b.collective_us,
+        self_cpu_us=b.self_cpu_us, compute_us=sum(e - s for s, e in comp_spans), collective_us=coll_time,
         collectives=len(coll), overlap_pct=overlap, exposed_us=exposed, verdict=verdict, compute_verdict=b.verdict)
     found = [Collective(_op(trace, j), trace.name_of(j), trace.ts[j] + shift_us, trace.dur[j],
                         trace.lanes[trace.lane[j]].tid) for j in coll]
@@ -335,7 +335,7 @@ def find_straggler(ranks: list[int], matched: list[Match]) -> Straggler:
                     f"more than {who}, the least waiting rank{share}, {us(typical)} in the median collective "
                     f"(a straggler needs {NOISE_SHARE:.0%} and {NOISE_PER_COLLECTIVE_US:g} us)")
     waited = (f"{they} waited {us(gain)} more than {who} inside the same {len(matched)} collectives "
-              f"({us(typical)} in the median one)")
+              f"({us(typical)} in the median one; waits in collectives that ran at the same time counted once)")
     assert lasts is not None and lates is not None
     if 2 * lasts[c] <= len(matched):
         return none(f"{who} waits least, but entered last in only {lasts[c]} of {len(matched)} matched collectives: "

@@ -249,8 +249,11 @@ def external(other) -> None:
         print(f"{other.device_name}: {len(other):,} events")
         found = diagnose(other)
         print(findings_text(found))
-        first = f" diagnose's first finding, the one whose fix should gain the most, is <b>{found[0].title}</b>." \
-            if found else ""
+        g = found[0].gain if found else None
+        first = ("" if not found else
+                 f" diagnose's first finding is <b>{found[0].title}</b>: a one-time cost, whose removal shortens the "
+                 "recording rather than the step." if g is not None and g.of != "the step" else
+                 f" diagnose's first finding, the one whose fix should gain the most, is <b>{found[0].title}</b>.")
         return widgets.verdict(
             answer == v, f"On the trace's timeline the GPU ran work {us(b.busy_us)} of the {us(b.window_us)} window and "
             f"waited for the CPU {us(b.waiting_for_cpu_us + b.filling_us)}; the CPU's own work took "
