@@ -62,6 +62,12 @@ class Outcome:
     status: Status
     actual: Any = None
     rerun: bool = False
+    #: the reveal's box as verdict/grade/inconclusive built it (head, explanation, fold); :func:`_reveal` shows it
+    #: under the learner's answer, as one ``<div class="reveal" data-qid=...>``
+    head: str = ""
+    body: str = ""
+    details: str = ""
+    color: str = "#555"
 
     @property
     def hit(self) -> bool | None:
@@ -192,7 +198,7 @@ def ask(qid: str, prompt: str, *, reveal: Reveal, default: Any, choices: list[st
                        f"<i>Headless run: answering {html.escape(str(default))}"
                        f"{' ' + html.escape(unit) if unit and choices is None else ''}.</i></p>"))
         _mark(event="reveal", qid=qid, live=where == "cpu")
-        _record(qid, default, _reveal(qid, default, reveal), about)
+        _record(qid, default, _reveal(qid, default, reveal, about), about)
         _mark(event="end", qid=qid)
         return
     first = journal.entry(qid)
@@ -236,6 +242,7 @@ def _reveal(qid: str, answer: Any, reveal: Reveal, about: dict | None = None, at
     if not isinstance(outcome, Outcome):  # a reveal that forgot to return its verdict: say where, at once
         raise TypeError(f"{qid}: its reveal returned {outcome!r}, not an Outcome: a reveal returns what "
                         "widgets.verdict(), widgets.grade() or widgets.inconclusive() gives")
+    _display(_html(reveal_box(qid, answer, outcome, (about or {}).get("unit"), (about or {}).get("choices"))))
     if outcome.rerun and _can_rerun():
         _rerun_button(qid, answer, reveal, about or {}, attempt)
     return outcome
@@ -409,7 +416,7 @@ def _try_again(qid: str, prompt: str, reveal: Reveal, choices: list[str] | None,
     _display(_box([button, out]))
 
 
-def verdict(hit: bool | None, explanation: str, actual: Any = None) -> Outcome:
+def verdict(hit: bool | None, explanation: str, actual: Any = None, *, details: str | None = None) -> Outcome:
     """Say whether the prediction held, and why; returns the :class:`Outcome` for the reveal to return.
 
     ``explanation`` is HTML, shown as it is: every value in it that comes from
@@ -423,6 +430,8 @@ def verdict(hit: bool | None, explanation: str, actual: Any = None) -> Outcome:
     journal beside the answer, so that ``python -m helpers room`` can tell a
     class "most of you said X; the trace says Y". Without it the journal
     records the answer and the verdict only. ``hit`` None: no right or wrong.
+    ``details`` (HTML): the measurement's details (spread, tolerance, provenance, caveats), folded.
+    The reveal shows the box once it returns (:func:`reveal_box`).
     """
     if hit is None:
         head = "<b>Compare with your guess.</b>"
@@ -433,9 +442,25 @@ def verdict(hit: bool | None, explanation: str, actual: Any = None) -> Outcome:
     else:
         head = "<b>&#10008; Not what the trace shows: the mismatch is the lesson.</b>"
         color = "#b35900"
-    _display(_html(f"<div style='border-left:4px solid {color};padding:4px 10px;margin:6px 0'>"
-                   f"<span style='color:{color}'>{head}</span><br>{explanation}</div>"))
-    return Outcome(Status.of(hit), actual)
+    return Outcome(Status.of(hit), actual, head=head, body=explanation, details=details or "", color=color)
+
+
+def reveal_box(qid: str, answer: Any, o: Outcome, unit: str | None = None, choices: list[str] | None = None) -> str:
+    """The reveal as one block: ``<div class="reveal" data-qid=...>``, its first line the verdict, what the learner
+    said and what the trace says; the explanation; the measurement's details folded in a ``<details>``."""
+    said = html.escape(_answer_text(answer, unit, choices)) if answer is not None else ""
+    if o.actual is None:
+        trace = ""
+    elif isinstance(o.actual, float):
+        trace = html.escape(f"{o.actual:.3g}" + (f" {unit}" if unit and choices is None else ""))
+    else:
+        trace = html.escape(_answer_text(o.actual, unit, choices))
+    first = (f"You said <b>{said}</b>" if said else "") + (f"; the trace says <b>{trace}</b>" if trace else "")
+    fold = (f"<details style='margin-top:4px'><summary style='color:#555'>How this was measured</summary>"
+            f"<div style='color:#555'>{o.details}</div></details>" if o.details else "")
+    return (f"<div class='reveal' data-qid='{html.escape(qid)}' style='border-left:4px solid {o.color};"
+            f"padding:4px 10px;margin:6px 0'><p class='reveal-head' style='margin:0'><span style='color:{o.color}'>"
+            f"{o.head}</span>{' ' + first + '.' if first else ''}</p>{o.body}{fold}</div>")
 
 
 def inconclusive(explanation: str, actual: Any = None, *, recorded: str | None = None, rerun: bool = True) -> Outcome:
@@ -447,13 +472,11 @@ def inconclusive(explanation: str, actual: Any = None, *, recorded: str | None =
     the reveal. Returns the :class:`Outcome` for the reveal to return.
     """
     again = rerun and _can_rerun()
-    _display(_html("<div style='border-left:4px solid #777;padding:4px 10px;margin:6px 0'>"
-                   "<span style='color:#555'><b>&#8776; Inconclusive here: the noise is as large as the effect."
-                   "</b></span><br>" + explanation
-                   + (f"<br>{recorded}" if recorded else "")
-                   + ("<br><i>Measure again below: your locked answer stays, and is graded once a run is "
-                      "conclusive.</i>" if again else "") + "</div>"))
-    return Outcome(Status.INCONCLUSIVE, actual, rerun=again)
+    body = explanation + ("<br><i>Measure again below: your locked answer stays, and is graded once a run is "
+                          "conclusive.</i>" if again else "")
+    return Outcome(Status.INCONCLUSIVE, actual, rerun=again,
+                   head="<b>&#8776; Inconclusive here: the noise is as large as the effect.</b>", body=body,
+                   details=recorded or "", color="#777")
 
 
 def grade(g: Any, explanation: str, *, recorded: str | None = None, live: bool = True) -> Outcome:
@@ -465,7 +488,7 @@ def grade(g: Any, explanation: str, *, recorded: str | None = None, live: bool =
     why = html.escape(g.why[:1].upper() + g.why[1:])
     if not g.conclusive:
         return inconclusive(f"{why}. {explanation}", actual=g.actual, recorded=recorded, rerun=live)
-    return verdict(g.hit, f"{explanation} <span style='color:#555'>(Measured: {why}.)</span>", actual=g.actual)
+    return verdict(g.hit, explanation, actual=g.actual, details=f"{why}." + (f"<br>{recorded}" if recorded else ""))
 
 
 def _can_rerun() -> bool:
