@@ -291,9 +291,9 @@ def _log_questions(log: Path) -> None:
     ask, verdict, inconclusive = widgets.ask, widgets.verdict, widgets.inconclusive
     given: list[list[Any]] = []
 
-    def logged_verdict(hit, explanation, actual=None):
+    def logged_verdict(hit, explanation, actual=None, **kw):
         given.append([hit, explanation])
-        return verdict(hit, explanation, actual=actual)
+        return verdict(hit, explanation, actual=actual, **kw)
 
     def logged_inconclusive(explanation, actual=None, **kw):
         given.append(["inconclusive", explanation])

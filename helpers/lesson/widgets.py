@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from . import journal
+from .reveal import answer_text as _answer_text, reveal_box
 from ..facts.measure import Status, bucket
 from ..runs.mode import headless
 
@@ -321,13 +322,6 @@ def _field(W: Any, choices: list[str] | None, unit: str | None, kind: str) -> tu
     return field, W.HBox([field, W.Label(unit or "")])
 
 
-def _answer_text(a: Any, unit: str | None, choices: list[str] | None) -> str:
-    """An answer as locked: ``3 spans``, never ``3.0 spans`` for a whole number."""
-    if isinstance(a, float) and a.is_integer() and abs(a) < 1e15:
-        a = int(a)
-    return f"{a}{' ' + unit if unit and choices is None else ''}"
-
-
 def _interactive(qid: str, prompt: str, reveal: Reveal, choices: list[str] | None, unit: str | None,
                  kind: str, about: dict[str, Any], attempt: bool = False, show: Callable[[Any], None] | None = None
                  ) -> None:
@@ -443,24 +437,6 @@ def verdict(hit: bool | None, explanation: str, actual: Any = None, *, details: 
         head = "<b>&#10008; Not what the trace shows: the mismatch is the lesson.</b>"
         color = "#b35900"
     return Outcome(Status.of(hit), actual, head=head, body=explanation, details=details or "", color=color)
-
-
-def reveal_box(qid: str, answer: Any, o: Outcome, unit: str | None = None, choices: list[str] | None = None) -> str:
-    """The reveal as one block: ``<div class="reveal" data-qid=...>``, its first line the verdict, what the learner
-    said and what the trace says; the explanation; the measurement's details folded in a ``<details>``."""
-    said = html.escape(_answer_text(answer, unit, choices)) if answer is not None else ""
-    if o.actual is None:
-        trace = ""
-    elif isinstance(o.actual, float):
-        trace = html.escape(f"{o.actual:.3g}" + (f" {unit}" if unit and choices is None else ""))
-    else:
-        trace = html.escape(_answer_text(o.actual, unit, choices))
-    first = (f"You said <b>{said}</b>" if said else "") + (f"; the trace says <b>{trace}</b>" if trace else "")
-    fold = (f"<details style='margin-top:4px'><summary style='color:#555'>How this was measured</summary>"
-            f"<div style='color:#555'>{o.details}</div></details>" if o.details else "")
-    return (f"<div class='reveal' data-qid='{html.escape(qid)}' style='border-left:4px solid {o.color};"
-            f"padding:4px 10px;margin:6px 0'><p class='reveal-head' style='margin:0'><span style='color:{o.color}'>"
-            f"{o.head}</span>{' ' + first + '.' if first else ''}</p>{o.body}{fold}</div>")
 
 
 def inconclusive(explanation: str, actual: Any = None, *, recorded: str | None = None, rerun: bool = True) -> Outcome:
