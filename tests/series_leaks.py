@@ -175,8 +175,8 @@ REVEAL_REPORT = Path(__file__).resolve().parent.parent / ".cache" / "reveal-form
 
 class SeriesReveals(pytest.Item):
     """Every reveal on screen has the reveal's shape: one div.reveal with its question id, a first line that says the
-    verdict and quotes the learner's answer (tests/reveal_format.py). Provenance outside the fold and length are
-    counted and written to :data:`REVEAL_REPORT`."""
+    verdict and quotes the learner's answer, and no provenance (a recording's driver or torch) outside its fold: the
+    banner says it once (tests/reveal_format.py). Their length is counted and written to :data:`REVEAL_REPORT`."""
 
     def runtest(self) -> None:
         import reveal_format as rf
@@ -193,8 +193,8 @@ class SeriesReveals(pytest.Item):
                         continue
                     for r in rf.reveals("".join(page) if isinstance(page, list) else page):
                         found.append(r)
-                        bad += [f"{Path(path).stem} code cell {cell} ({r.qid}): {x}" for x in rf.shape_problems(r)]
-                        notes += [f"{r.qid}: {x}" for x in rf.provenance_problems(r, prov)]
+                        bad += [f"{Path(path).stem} code cell {cell} ({r.qid}): {x}"
+                                for x in rf.shape_problems(r) + rf.provenance_problems(r, prov)]
         notes += rf.length_problems(found)
         REVEAL_REPORT.parent.mkdir(exist_ok=True)
         REVEAL_REPORT.write_text(f"{len(found)} reveals; still to rewrite (issue 35, section 2):\n" + "\n".join(notes)
@@ -205,7 +205,8 @@ class SeriesReveals(pytest.Item):
             raise AssertionError(f"{len(bad)} reveal(s) out of shape:\n" + "\n".join(bad))
 
     def reportinfo(self):
-        return self.fspath, None, "series-reveals: every reveal has its question id and quotes the answer"
+        return self.fspath, None, ("series-reveals: every reveal has its question id, quotes the answer, and keeps "
+                                   "provenance out of its text")
 
 
 def pytest_collection_modifyitems(session, config, items):

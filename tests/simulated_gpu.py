@@ -336,7 +336,7 @@ def _measurements_from_reference(gpu: SimulatedGPU) -> None:
 
     def idle():
         ref = reference_set()
-        return json.loads((ref.path / "idle_gpu.json").read_text()), f"measured on {ref.describe()} (simulated {gpu.name})"
+        return json.loads((ref.path / "idle_gpu.json").read_text()), f"measured on {ref.short()} (simulated {gpu.name})"
 
     def served_adhoc(name, members, what="wall", **how):
         # calls timed now in an order of the learner's: the recorded group that holds them all stands in

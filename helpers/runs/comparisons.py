@@ -234,7 +234,7 @@ def recorded(name: str) -> Comparison:
     m = Measured.from_json(d.get("measured"), where=f"{ref.gpu} (recorded)")
     if m is None:
         raise NotRecorded(f"{p} holds no measurement: record it again with `python -m helpers.runs.record`.")
-    return Comparison(GROUPS[name], m, f"measured on {ref.describe()}, in a process that profiled nothing",
+    return Comparison(GROUPS[name], m, f"measured on {ref.short()}, in a process that profiled nothing",
                       dict(d.get("unavailable") or {}))
 
 

@@ -155,7 +155,7 @@ def measure() -> tuple[dict, str]:
     ref = reference_set()
     p = ref.path / "idle_gpu.json"
     try:
-        return json.loads(p.read_text()), f"measured on {ref.describe()}"
+        return json.loads(p.read_text()), f"measured on {ref.short()}"
     except (OSError, ValueError):
         raise NotRecorded(f"The reference set {ref.path.name} has no idle-GPU experiment ({p.name}): record it on "
                           "a GPU with `python -m helpers.runs.record`.") from None

@@ -187,4 +187,4 @@ def recorded(w: Workload, *, warm: bool = False, compile: bool = False, compile_
     entry = ref.recording(scenario_key(w, warm, compile, schedule, compile_mode))
     return ProfileRun(entry["tag"], "recorded", ref.gpu, entry["dtype"], w, warm, compile, compile_mode, schedule,
                       (ref.path / entry["table"]).read_text(), ref.path / entry["trace"],
-                      f"recorded on {ref.describe()}")
+                      f"recorded on {ref.short()}")

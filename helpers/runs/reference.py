@@ -47,6 +47,11 @@ class ReferenceSet:
         """The manifest's entries, by scenario key (``4096_*_warm_eager``)."""
         return self.manifest.get("scenarios", {})
 
+    def short(self) -> str:
+        """'NVIDIA H200, the reference set': what a reveal names; the recording's date, torch, CUDA and driver are
+        said once, in the banner (:meth:`describe`)."""
+        return f"{self.gpu}, the reference set"
+
     def describe(self) -> str:
         m = self.manifest
         return (f"{self.gpu}, recorded {self.date} with torch {m.get('torch', '?')}, "
