@@ -18,7 +18,7 @@ from ..facts.collectives import COMMUNICATION_BOUND, RankRow, Straggler, rank_fa
 from ..facts.ranks import Ranks
 from ..facts.text import us
 from .findings import NOTE_BELOW, Context, Finding, Severity, rank
-from .ledger import Speedup, amdahl
+from .ledger import Gain, Speedup, amdahl
 from .rulebook import RuleId
 
 
@@ -113,8 +113,6 @@ def _hidden(x: RankRow, exposed_us: float, basis: str) -> "Gain | None":
     """The rank's step once part of ``exposed_us`` (collective time with nothing beside it) hides behind compute:
     half of it as a point figure, a quarter to all of it for the ends, never more than the compute that is not
     already beside a collective (a collective can only hide behind work there is)."""
-    from .ledger import Gain
-
     w = x.window_us
     free = max(x.compute_us - (x.collective_us - x.exposed_us), 0.0)
     if w <= 0:
@@ -160,7 +158,6 @@ def _straggler(r: Ranks) -> "Finding | None":
     excess = me.compute_us - others_compute
     before = max(x.window_us for x in r.ranks)
     if before > 0 and excess > EXCESS_SHARE * me.window_us:
-        from .ledger import Gain
         f.gain = Gain(before / (before - excess), before / (before - excess / 2), before / (before - excess),
                       f"the job's step is its slowest rank's ({us(before)}): without rank {s.rank}'s extra GPU work "
                       f"({us(excess)} more than the others' median), shorter by that much (by half of it for the low "

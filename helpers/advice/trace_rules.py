@@ -185,12 +185,20 @@ def _buffer_request(c: Context) -> Finding | None:
 # --- torch.compile's frames (08) -------------------------------------------------------------------------------
 
 
-def _compiled_frames(c: Context) -> Finding | None:
-    """A compiled function split by graph breaks, or one graph reused every call (recompiles: cpu_rules)."""
+def _frames(c: Context) -> set[str] | None:
+    """The compiled frames of a trace that compiled without recompiling (recompiles: cpu_rules), or None."""
     comp = c.summary.compiled
     if not comp.any or facts.recompiles(comp.regions):
         return None
-    frames = {r.split(": ")[-1].split("/")[0] for r in comp.regions}
+    return {r.split(": ")[-1].split("/")[0] for r in comp.regions}
+
+
+def _compiled_frames(c: Context) -> Finding | None:
+    """A compiled function split by graph breaks, or one graph reused every call (recompiles: cpu_rules)."""
+    comp = c.summary.compiled
+    frames = _frames(c)
+    if frames is None:
+        return None
     if len(frames) > 1:
         return Finding(RuleId.GRAPH_BREAKS, "Several compiled frames: the function was split by graph breaks",
                        Severity.NOTE, [f"{n} x {r}" for r, n in sorted(comp.regions.items())],
@@ -206,11 +214,9 @@ def _compiled_frames(c: Context) -> Finding | None:
 def compile_tax(c: Context) -> Finding | None:
     """Compiled calls whose traced CPU time is several times the GPU work they launch (a CPU-side claim)."""
     comp = c.summary.compiled
-    if not comp.any or facts.recompiles(comp.regions):
-        return None
-    frames = {r.split(": ")[-1].split("/")[0] for r in comp.regions}
+    frames = _frames(c)
     region = next(iter(comp.regions), None)
-    if len(frames) > 1 or region is None:
+    if frames is None or len(frames) > 1 or region is None:
         return None
     t = c.trace
     calls = [i for i in t.indices((CPU_OP,), name=region)]

@@ -161,6 +161,11 @@ def budget(trace: Trace) -> Budget:
     st = steps(trace)
     step_end = st[-1].end_us if st else lo  # (without steps, idle after the last work is the window's tail)
     lanes = _launchers(trace, work)
+    # the launchers' CPU events, gathered in one pass over the trace (the checks below each read them)
+    mine: dict[int, list[int]] = {lane: [] for lane in lanes}
+    for i, lane in enumerate(trace.lane):
+        if lane in mine and not trace.is_gpu(i):
+            mine[lane].append(i)
     cpu_end = max((trace.end_of(i) for i in trace.indices((CPU_OP, RUNTIME, DRIVER))
                    if trace.lane[i] in lanes), default=lo)
     for a, b in idle:
@@ -189,9 +194,8 @@ def budget(trace: Trace) -> Budget:
     cpu = difference(cpu, filling)
     if busy:  # before the first GPU work, a CPU seen doing (almost) nothing is no CPU at work: not counted either
         lead = intersection(cpu, [(lo, busy[0][0])])
-        seen = total(intersection(lead, merged((trace.ts[i], trace.end_of(i)) for i in range(len(trace))
-                                               if trace.lane[i] in lanes and not trace.is_gpu(i)
-                                               and not trace.name_of(i).startswith("ProfilerStep#"))))
+        seen = total(intersection(lead, merged((trace.ts[i], trace.end_of(i)) for ev in mine.values() for i in ev
+                                               if not trace.name_of(i).startswith("ProfilerStep#"))))
         if lead and seen < IDLE_CPU_SHARE * total(lead):
             filling = merged(filling + lead)
             cpu = difference(cpu, lead)
@@ -199,8 +203,7 @@ def budget(trace: Trace) -> Budget:
     waits: Spans = []
     calls = trace.indices((RUNTIME, DRIVER))
     for lane in lanes:  # each launcher's work less its own waits; a wait while another launcher works is no idle CPU
-        on = merged((trace.ts[i], trace.end_of(i)) for i in range(len(trace))
-                    if trace.lane[i] == lane and not trace.is_gpu(i))
+        on = merged((trace.ts[i], trace.end_of(i)) for i in mine[lane])
         # a wait for the GPU: a synchronize, or a copy call that lasts longer than the launch path (a copy from or
         # to pageable memory returns once the GPU has done the work queued before it)
         own = merged((trace.ts[i], trace.end_of(i)) for i in calls
@@ -208,15 +211,8 @@ def budget(trace: Trace) -> Budget:
                                                    or ("emcpy" in trace.name_of(i) and trace.dur[i] > late)))
         cpu_work = merged(cpu_work + difference(clipped(on, lo, hi), own))
         waits = merged(waits + clipped(own, lo, hi))
-    kinds: dict[int, str] = {}  # by name: classify runs regexes over names thousands of characters long
-
-    def kind(j: int) -> str:
-        n = trace.name_id[j]
-        k = kinds.get(n)
-        if k is None:
-            k = kinds[n] = kk.classify(trace.name_of(j))
-        return k
-    comm = clipped(merged((trace.ts[j], trace.end_of(j)) for j in work if kind(j) == kk.COLLECTIVE), lo, hi)
+    comm = clipped(merged((trace.ts[j], trace.end_of(j)) for j in work
+                          if kk.classify(trace.name_of(j)) == kk.COLLECTIVE), lo, hi)
     got = trace.memo["budget"] = Budget(lo, hi, busy, cpu, filling, queued, unlinked, after, lanes, cpu_work, waits,
                                         late, comm)
     return got

@@ -11,6 +11,7 @@ whatever it is called).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 GEMM = "gemm"
 ATTENTION = "attention"
@@ -82,6 +83,7 @@ _OP_RULES: list[tuple[str, re.Pattern]] = [
 ]
 
 
+@lru_cache(maxsize=1 << 16)  # it runs regexes over names thousands of characters long; a trace repeats a few names
 def classify(name: str, group: str = "kernel", op: str | None = None) -> str:
     """The kind of GPU work: one of :data:`KINDS`.
 
