@@ -85,6 +85,14 @@ def test_each_computation_alike(path, monkeypatch):
     a, b = _both(monkeypatch, lambda: (t.parent(idx[-1]), [t.parent(i) for i in idx[::97]]))
     t._nest()  # and the whole nesting, made at once, agrees with parents found one at a time
     assert a == b == (t._parent[idx[-1]], [t._parent[i] for i in idx[::97]])
+    # each launch call's innermost ATen op: numpy's lookup, the walk over the ops and calls, the whole nesting
+    from helpers.facts.roofline import _innermost_ops
+
+    calls = [i for i in t.launchers(work) if i >= 0]
+    t._parent = None
+    a, b = _both(monkeypatch, lambda: _innermost_ops(t, calls))
+    t._nest()
+    assert a == b == _innermost_ops(t, calls) and sum(op >= 0 for op in a.values()) > 50
     a, b = _both(monkeypatch, lambda: vector.remap(t.name_id, list(range(len(t.name_table)))[::-1]))
     assert a == b and a[0] == len(t.name_table) - 1 - t.name_id[0]
     a, b = _both(monkeypatch, lambda: vector.shifted(t.ts, 1.5))

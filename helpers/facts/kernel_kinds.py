@@ -134,6 +134,7 @@ EIGHT_BIT = "8-bit (tensor cores)"
 TENSOR_CORES = "tensor cores (type not in the name)"
 
 
+@lru_cache(maxsize=1 << 16)  # the roofline asks it for every GEMM launch: a trace repeats a few names
 def gemm_math(name: str) -> str | None:
     """Which arithmetic a GEMM or convolution kernel's name says it uses, or None when the name does not say.
 

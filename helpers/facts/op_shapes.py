@@ -37,22 +37,26 @@ class _Recorded:
     Most ops never launch a kernel: their shapes are decoded only when asked for.
     """
 
-    __slots__ = ("parts", "raw")
+    __slots__ = ("parts", "raw", "text")
 
-    def __init__(self, parts: tuple, raw: bool) -> None:
-        self.parts, self.raw = parts, raw
+    def __init__(self, parts: tuple, raw: bool, text: bytes | None = None) -> None:
+        # text: the three as the reader keeps them (Trace.shapes), joined by SEP, split only when decoded
+        self.parts, self.raw, self.text = parts, raw, text
 
     @property
     def key(self) -> Any:
         """Equal for equal shapes (the JSON text itself, or its values re-encoded)."""
+        if self.text is not None:
+            return self.text
         if self.raw:
-            return b"\x00".join(map(bytes, self.parts))
+            return SEP.join(map(bytes, self.parts))
         return json.dumps(self.parts, separators=(",", ":"))
 
     def shapes(self) -> Shapes:
         if self.raw:
             decode = msgspec.json.decode if msgspec is not None else json.loads
-            return Shapes(*(decode(p) if len(p) else None for p in self.parts))
+            parts = self.parts if self.text is None else self.text.split(SEP)
+            return Shapes(*(decode(p) if len(p) else None for p in parts))
         return Shapes(*self.parts)
 
 
@@ -156,23 +160,27 @@ class OpShapes:
     missing: str | None = None  # "not sized: ...": why no op's shapes could be read; None when the file was read
 
 
-def read_shapes(trace: Trace, wanted: set[tuple[str, float]]) -> ShapesRead:
+def read_shapes(trace: Trace, wanted: set[tuple[str, float]], ops: Any = None) -> ShapesRead:
     """The recorded shapes of the ``wanted`` ops ((op name, start in the trace's clock)), or why there are none.
 
-    The reader keeps no op's input shapes (they would cost every reading of
-    every trace); this reads the trace's file again for them.
+    A trace the reader built holds them (``Trace.shapes``); with ``ops`` (the
+    op events themselves) only those are looked up there. Any other trace's
+    file is read again for them.
     """
     held = getattr(trace, "shapes", None)
     if held is not None:  # kept by the reader in its one pass: nothing to read again
         if not held:
             return ShapesRead({}, NO_SHAPES)
         got: dict[tuple[str, float], list[tuple[Any, _Recorded]]] = {}
-        names = {name for name, _ in wanted}
-        for i, text in held.items():
-            name = trace.name_of(i)
-            if name in names and (name, trace.ts[i]) in wanted:
-                got.setdefault((name, trace.ts[i]), []).append(
-                    (trace.lanes[trace.lane[i]].tid, _Recorded(tuple(text.split(SEP)), True)))
+        if ops is not None:
+            found = [(i, held[i]) for i in ops if i in held]
+        else:
+            names = {name for name, _ in wanted}
+            found = [(i, text) for i, text in held.items()
+                     if trace.name_of(i) in names and (trace.name_of(i), trace.ts[i]) in wanted]
+        for i, text in found:
+            got.setdefault((trace.name_of(i), trace.ts[i]), []).append(
+                (trace.lanes[trace.lane[i]].tid, _Recorded((), True, text)))
         return ShapesRead(got)
     t0 = trace.t0
 
@@ -209,7 +217,7 @@ def read_shapes(trace: Trace, wanted: set[tuple[str, float]]) -> ShapesRead:
 def op_shapes(trace: Trace, ops: list[int]) -> OpShapes:
     """Each of these op events' recorded shapes (Input Dims, Input type, Concrete Inputs), read again from the
     trace's file; or why there are none (no shapes recorded, a pipe, an unreadable file)."""
-    read = read_shapes(trace, {(trace.name_of(op), trace.ts[op]) for op in ops})
+    read = read_shapes(trace, {(trace.name_of(op), trace.ts[op]) for op in ops}, ops=ops)
     if read.missing:
         return OpShapes({}, read.missing)
     out: dict[int, Shapes] = {}

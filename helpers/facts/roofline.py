@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from . import hardware, kernel_kinds as kk
 from .op_shapes import read_shapes
 from .op_work import CONV_OPS, GEMM_OPS, Work, size_op
+from ..reader import vector
 from ..reader.trace import CPU_OP, KERNEL, Trace
 
 #: A kernel is *near* a roof when it reaches at least this fraction of the roof at its own
@@ -218,18 +219,19 @@ def _judge(flops_s: float, bytes_s: float, intensity: float, peak_tflops: float 
 
 
 def _innermost_ops(trace: Trace, launches: list[int]) -> dict[int, int]:
-    """Each launch call's innermost ATen op (-1: none), found by nesting only the ATen ops and these calls on their
-    threads, as :meth:`Trace.parent` nests every event (the same order and slack): the roofline needs no other
-    event's parent, and nesting them all costs more than the rest of the roofline."""
+    """Each launch call's innermost ATen op (-1: none), as :meth:`Trace.parent` nests events (the same order and
+    slack), found for the ATen ops and these calls alone: the roofline needs no other event's parent, and
+    nesting them all costs more than the rest of the roofline."""
     if getattr(trace, "_parent", None) is not None:  # nested already: ask it
         return {i: _innermost_op(trace, i) for i in launches}
+    ops = trace.on_gpu((CPU_OP,), gpu=False)
+    if vector.NUMPY:
+        return vector.enclosing(trace, ops, launches)
+    lanes = {trace.lane[i] for i in launches}
+    ops = [i for i in ops if trace.lane[i] in lanes]
     wanted = set(launches)
-    lanes = {trace.lane[i] for i in wanted}
     per: dict[int, list[int]] = {}
-    for i in trace.indices((CPU_OP,)):
-        if trace.lane[i] in lanes and not trace.is_gpu(i):
-            per.setdefault(trace.lane[i], []).append(i)
-    for i in wanted:
+    for i in ops + launches:
         per.setdefault(trace.lane[i], []).append(i)
     ts, dur = trace.ts, trace.dur
     out: dict[int, int] = {}
@@ -275,7 +277,7 @@ def roofline(trace: Trace) -> Roofline:
         r.note = "not sized: the trace has no GPU kernels"
     else:
         calls, left = _calls(trace, kernels)
-        read = read_shapes(trace, {(trace.name_of(op), trace.ts[op]) for op in calls})
+        read = read_shapes(trace, {(trace.name_of(op), trace.ts[op]) for op in calls}, ops=calls)
         if read.missing:
             r.note = read.missing
             r.not_sized.append(NotSized(read.missing.removeprefix("not sized: "), len(kernels), total,
