@@ -95,14 +95,20 @@ def classify(name: str, group: str = "kernel", op: str | None = None) -> str:
         return COPY
     if group == "memset":
         return FILL
-    for kind, rx in _RULES:
-        if rx.search(name):
-            return kind
-    if op:
-        for kind, rx in _OP_RULES:
-            if rx.search(op):
-                return kind
-    return OTHER
+    kind = _by_name(name)
+    if kind is None and op:
+        kind = _by_op(op)
+    return OTHER if kind is None else kind
+
+
+@lru_cache(maxsize=1 << 16)  # apart from classify's cache: one kernel runs under many ops, one op launches many
+def _by_name(name: str) -> str | None:
+    return next((kind for kind, rx in _RULES if rx.search(name)), None)
+
+
+@lru_cache(maxsize=1 << 12)
+def _by_op(op: str) -> str | None:
+    return next((kind for kind, rx in _OP_RULES if rx.search(op)), None)
 
 
 def is_occupancy_query(call: str) -> bool:

@@ -150,6 +150,19 @@ class ShapesRead:
     #: (op name, start in the trace's clock) -> [(thread id, its shapes)]; empty when ``missing`` says why
     records: dict[tuple[str, float], list[tuple[Any, _Recorded]]]
     missing: str | None = None  # "not sized: ...": why no op's shapes could be read; None when the file was read
+    by_op: dict[int, _Recorded] | None = None  # op event -> its shapes, when the reader held them (Trace.shapes)
+
+    def of(self, trace: Trace, op: int) -> _Recorded | None:
+        """The shapes of op event ``op``: held by the reader, or found again by name, start and thread."""
+        if self.by_op is not None:
+            return self.by_op.get(op)
+        recs = self.records.get((trace.name_of(op), trace.ts[op]))
+        if not recs:
+            return None
+        if len(recs) > 1:
+            tid = trace.lanes[trace.lane[op]].tid
+            recs = [f for f in recs if f[0] == tid] or recs
+        return recs[0][1]
 
 
 @dataclass(frozen=True)
@@ -171,16 +184,15 @@ def read_shapes(trace: Trace, wanted: set[tuple[str, float]], ops: Any = None) -
     if held is not None:  # kept by the reader in its one pass: nothing to read again
         if not held:
             return ShapesRead({}, NO_SHAPES)
-        got: dict[tuple[str, float], list[tuple[Any, _Recorded]]] = {}
         if ops is not None:
-            found = [(i, held[i]) for i in ops if i in held]
-        else:
-            names = {name for name, _ in wanted}
-            found = [(i, text) for i, text in held.items()
-                     if trace.name_of(i) in names and (trace.name_of(i), trace.ts[i]) in wanted]
-        for i, text in found:
-            got.setdefault((trace.name_of(i), trace.ts[i]), []).append(
-                (trace.lanes[trace.lane[i]].tid, _Recorded((), True, text)))
+            return ShapesRead({}, by_op={i: _Recorded((), True, held[i]) for i in ops if i in held})
+        got: dict[tuple[str, float], list[tuple[Any, _Recorded]]] = {}
+        names = {name for name, _ in wanted}
+        for i, text in held.items():
+            name = trace.name_of(i)
+            if name in names and (name, trace.ts[i]) in wanted:
+                got.setdefault((name, trace.ts[i]), []).append((trace.lanes[trace.lane[i]].tid,
+                                                                _Recorded((), True, text)))
         return ShapesRead(got)
     t0 = trace.t0
 
@@ -222,11 +234,7 @@ def op_shapes(trace: Trace, ops: list[int]) -> OpShapes:
         return OpShapes({}, read.missing)
     out: dict[int, Shapes] = {}
     for op in ops:
-        recs = read.records.get((trace.name_of(op), trace.ts[op]))
-        if not recs:
-            continue
-        if len(recs) > 1:
-            tid = trace.lanes[trace.lane[op]].tid
-            recs = [f for f in recs if f[0] == tid] or recs
-        out[op] = recs[0][1].shapes()
+        rec = read.of(trace, op)
+        if rec is not None:
+            out[op] = rec.shapes()
     return OpShapes(out)

@@ -39,7 +39,7 @@ import re
 from dataclasses import dataclass, field
 
 from . import hardware, kernel_kinds as kk
-from .op_shapes import read_shapes
+from .op_shapes import ShapesRead, read_shapes
 from .op_work import CONV_OPS, GEMM_OPS, Work, size_op
 from ..reader import vector
 from ..reader.trace import CPU_OP, KERNEL, Trace
@@ -283,7 +283,7 @@ def roofline(trace: Trace) -> Roofline:
             r.not_sized.append(NotSized(read.missing.removeprefix("not sized: "), len(kernels), total,
                                         1.0 if total else 0.0, trace.name_of(kernels[0])))
         else:
-            _fill(trace, r, calls, left, read.records, total)
+            _fill(trace, r, calls, left, read, total)
         if pk is None and r.note is None:
             r.note = (f"no roofs: the GPU {gpu!r} has no datasheet in helpers/facts/hardware.py, so achieved "
                       "FLOP/s and bytes/s are shown without a bound" if gpu else
@@ -316,14 +316,14 @@ def _kind(cache: dict[tuple[str, str], str], kernel: str, op: str) -> str:
     return kind
 
 
-def _fill(trace: Trace, r: Roofline, calls: dict[int, list[int]], left: dict[str, list[int]], shapes: dict,
+def _fill(trace: Trace, r: Roofline, calls: dict[int, list[int]], left: dict[str, list[int]], shapes: ShapesRead,
           total: float) -> None:
     groups: dict[tuple, list] = {}  # (kernel, op, shape, dtype) -> [count, time, work]
     kinds: dict[tuple[str, str], str] = {}  # (kernel, op) -> its kind
     sized: dict[tuple, Work | str] = {}  # the same op with the same shapes, sized once
     for op, ks in calls.items():
         name = trace.name_of(op)
-        found = shapes.get((name, trace.ts[op]))
+        rec = shapes.of(trace, op)
         main = max(ks, key=trace.dur.__getitem__)
         if name in GEMM_OPS or name in CONV_OPS:
             # named after its longest GEMM kernel, not a layout transform or a reduction launched beside it
@@ -332,14 +332,10 @@ def _fill(trace: Trace, r: Roofline, calls: dict[int, list[int]], left: dict[str
             mma = [j for j in gemm if kk.gemm_math(trace.name_of(j)) is not None]
             main = max(mma or gemm or ks, key=trace.dur.__getitem__)
         kname = trace.name_of(main)
-        if not found:
+        if rec is None:
             left.setdefault(f"{name}: no Input Dims recorded for it", []).extend(ks)
             continue
-        if len(found) > 1:
-            tid = trace.lanes[trace.lane[op]].tid
-            found = [f for f in found if f[0] == tid] or found
         kind = _kind(kinds, kname, name)
-        rec = found[0][1]
         key = (name, kind, rec.key)
         w = sized.get(key)
         if w is None:

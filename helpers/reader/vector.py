@@ -233,6 +233,12 @@ def enclosing(trace: "EventColumns", outer: list[int], inner: list[int]) -> dict
     o_lane, q_lane = lane[o_all], lane[q_all]
     for li in np.unique(q_lane).tolist():
         o, q = o_all[o_lane == li], q_all[q_lane == li]
+        # only an outer event that some inner one starts within (1 ns of slack) can enclose one: the others
+        # go, so that the table below covers the few that launch work, not every op of the lane
+        q_starts = np.sort(v["ts"][q])
+        o_s = v["ts"][o]
+        o = o[np.searchsorted(q_starts, o_s, side="left") < np.searchsorted(q_starts, o_s + v["dur"][o] + 1e-3,
+                                                                          side="right")]
         if not len(o):
             out.update(dict.fromkeys(q.tolist(), -1))
             continue
