@@ -47,6 +47,8 @@ WORKERS_ASSUMED = 4
 #: the CPU's own work between launches, when a fix cuts it: halved as a point figure (how much a fusion, CUDA graphs or
 #: larger batches remove depends on the model), at best all of it
 OVERHEAD = Speedup(2.0, 1.25, float("inf"))
+#: pieces of GPU work a step: up to this many, the CPU-bound finding sizes no gain (there is little to fuse)
+FEW_LAUNCHES = 3
 
 
 def _on_launcher(c: Context, idx) -> Spans:
@@ -443,11 +445,20 @@ def _cpu_bound(c: Context) -> Finding | None:
         title = ("Kernels shorter than the calls that launch them, in part of the window" if tiny else
                  "Gaps between GPU work: the GPU waits for the CPU part of the time")
         severity = Severity.NOTE
+    speedup: Speedup | None = OVERHEAD
+    steps = facts.steps(c.trace)
+    per_step = len(durs) / len(steps) if steps else None
+    if per_step is not None and per_step <= FEW_LAUNCHES:
+        # nothing to fuse: a compiled call's own CPU cost can outweigh the launches it saves (notebook 08 measures it)
+        speedup = None
+        ev.append(f"each step runs {per_step:.3g} pieces of GPU work: fusing them or a CUDA graph removes a launch or "
+                  "two, while a compiled call has a CPU cost of its own, so no gain is sized here; what such a step "
+                  "can take is more work per launch (a larger batch or tensors)")
     f = Finding(rule, title, severity, ev, advice)
     return c.claimed(f, "the GPU idle while the CPU launched the next work",
                      "if a fix halved the CPU's work between launches (how much fusion, CUDA graphs or larger batches "
                      "remove depends on the model); at best the step runs at the GPU's pace",
-                     cpu=left, cpu_speedup=OVERHEAD)
+                     cpu=left, cpu_speedup=speedup)
 
 
 #: in the order they claim the GPU's idle time: the most specific cause first, the rest last
