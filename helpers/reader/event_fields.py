@@ -175,7 +175,7 @@ def shape_text(a: Any) -> bytes | None:
     if msgspec is not None and dims.__class__ is msgspec.Raw:
         if not len(dims):
             return None
-        return SEP.join((bytes(dims), bytes(a.types), bytes(a.concrete)))
+        return SEP.join((dims, a.types, a.concrete))  # (Raw lends its bytes: no copy before the join)
     import json
 
     return SEP.join(b"" if v is UNSET else json.dumps(v, separators=(",", ":")).encode()
