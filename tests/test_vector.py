@@ -121,7 +121,7 @@ def test_spans_that_touch_nest_and_overlap():
             assert vector.intersection_us([(0.0, 12.0), (20.0, 25.0)], [(5.0, 9.0), (11.0, 21.0)]) == 6.0
             assert t.parent(1) == 0 and t.parent(2) == -1 and t.parent(5) == -1  # [6, 9) overlaps [5, 8), not inside it
         finally:
-            vector.NUMPY, vector.SMALL = vector.np is not None, 4096
+            vector.NUMPY, vector.SMALL = vector.AVAILABLE, 4096
 
 
 def test_the_command_line_without_numpy(tmp_path):

@@ -225,7 +225,7 @@ def _innermost_ops(trace: Trace, launches: list[int]) -> dict[int, int]:
     if getattr(trace, "_parent", None) is not None:  # nested already: ask it
         return {i: _innermost_op(trace, i) for i in launches}
     ops = trace.on_gpu((CPU_OP,), gpu=False)
-    if vector.NUMPY:
+    if vector.fast(len(ops) + len(launches)):
         return vector.enclosing(trace, ops, launches)
     lanes = {trace.lane[i] for i in launches}
     ops = [i for i in ops if trace.lane[i] in lanes]

@@ -82,7 +82,7 @@ def set_aside(c: Columns, path: Path) -> SetAside | None:
 
 def _extent(ts: array, dur: array) -> tuple[float, float, float]:
     """The earliest start, the latest start and the longest duration."""
-    if vector.NUMPY and len(ts) > vector.SMALL:
+    if vector.fast(len(ts)):
         np = vector.np
         t = np.frombuffer(ts, dtype=np.float64)
         return float(t.min()), float(t.max()), float(np.frombuffer(dur, dtype=np.float64).max())

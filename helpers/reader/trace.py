@@ -254,7 +254,7 @@ class Trace:
                 idx = array("l", [i for i in idx if cat[i] in want_cats])
             return idx
         if want_cats is not None:
-            if vector.NUMPY and self._by_cat is None:  # one pass in C beats building every category's index
+            if self._by_cat is None and vector.fast(len(self.ts)):  # one pass in C beats building every category's index
                 return vector.select(self, [ci in want_cats for ci in range(len(self.cat_groups))],
                                      [True] * len(self.lanes))
             by = self._index()
@@ -351,7 +351,7 @@ class Trace:
     def parent(self, i: int) -> int:
         """Index of the event that encloses ``i`` on its CPU thread, or -1."""
         if self._parent is None:
-            if vector.NUMPY and self._asked < ASKED_ALONE:  # a few questions: no need to nest every event
+            if self._asked < ASKED_ALONE and vector.fast(len(self.ts)):  # a few questions: no need to nest every event
                 self._asked += 1
                 return self._parent_alone(i)
             self._nest()

@@ -11,6 +11,7 @@ a step is; :mod:`helpers.facts` asks the questions.
 
 from __future__ import annotations
 
+import importlib.util
 from array import array
 from itertools import compress
 from operator import add, and_
@@ -18,13 +19,26 @@ from typing import Any
 
 from .spans import EventColumns, lane_spans, intersection_us as _intersection_plain
 
-try:
-    import numpy as np
-except ImportError:  # pragma: no cover - the plain path is tested with NUMPY switched off
-    np = None  # type: ignore[assignment]
-
-NUMPY = np is not None  # tests switch it off to check the plain path against the numpy one
+np: Any = None  # numpy, imported when a computation first asks for it (about 0.1 s: a small trace never needs it)
+#: numpy is installed (tests switch this off to check the plain path against the numpy one)
+AVAILABLE = importlib.util.find_spec("numpy") is not None
+NUMPY = AVAILABLE
 SMALL = 4096  # events: up to this many, plain Python is as quick (tests set 0 to send everything to numpy)
+
+
+def fast(n: int) -> bool:
+    """Whether a computation over ``n`` items goes to numpy: it is installed, imports, and ``n`` is large enough."""
+    global np, NUMPY
+    if not NUMPY or n <= SMALL:
+        return False
+    if np is None:
+        try:
+            import numpy
+        except ImportError:  # found but not importable (a broken install, a stand-in that refuses): plain Python
+            NUMPY = False
+            return False
+        np = numpy
+    return True
 
 
 def _views(trace: "EventColumns") -> Any:
@@ -45,7 +59,7 @@ def select(trace: "EventColumns", cat_flags: list[bool], lane_flags: list[bool])
     n = len(trace.ts)
     if not n or not any(cat_flags) or not any(lane_flags):
         return array("l")
-    if NUMPY:
+    if fast(n):
         v = _views(trace)
         mask = np.asarray(cat_flags, dtype=bool)[v["cat"]]
         if not all(lane_flags):
@@ -57,9 +71,17 @@ def select(trace: "EventColumns", cat_flags: list[bool], lane_flags: list[bool])
     return array("l", compress(range(n), flags))
 
 
+def _unique(a: Any) -> Any:
+    """The distinct values of a 1-D integer array, ascending (np.unique imports numpy.ma on its first call: 25 ms)."""
+    if not len(a):
+        return a
+    a = np.sort(a)
+    return a[np.concatenate(([True], a[1:] != a[:-1]))]
+
+
 def max_end(trace: "EventColumns") -> float:
     """The latest end (start + duration) of any event; the trace must have events."""
-    if NUMPY:
+    if fast(len(trace.ts)):
         v = _views(trace)
         return float((v["ts"] + v["dur"]).max())
     return max(map(add, trace.ts, trace.dur))
@@ -72,7 +94,7 @@ def covered_us(trace: "EventColumns", idx: list[int]) -> float:
     them; their lengths are summed with ``sum`` in time order, lane after lane
     in the order of the lanes' codes.
     """
-    if not NUMPY:
+    if not fast(len(idx)):
         return sum(e - s for one in trace.by_lane(idx).values() for s, e in lane_spans(trace, one))
     if not len(idx):
         return 0
@@ -80,7 +102,7 @@ def covered_us(trace: "EventColumns", idx: list[int]) -> float:
     ix = np.asarray(idx, dtype=np.int64)
     lanes = v["lane"][ix]
     lengths: list[float] = []
-    codes = np.unique(lanes)
+    codes = _unique(lanes)
     for li in codes:
         starts, ends = _merged(v, ix if len(codes) == 1 else ix[lanes == li])
         lengths += (ends - starts).tolist()
@@ -89,7 +111,7 @@ def covered_us(trace: "EventColumns", idx: list[int]) -> float:
 
 def by_start(trace: "EventColumns", idx: list[int]) -> tuple[list[int], list[float]]:
     """``idx`` sorted by start time (events that start together keep their order in ``idx``), and their starts."""
-    if NUMPY and len(idx) > SMALL:
+    if fast(len(idx)):
         ix = np.asarray(idx, dtype=np.int64)
         ts = _views(trace)["ts"]
         ix = ix[np.argsort(ts[ix], kind="stable")]
@@ -102,7 +124,7 @@ def remap(codes: array, table: list[int]) -> array:
     """``codes`` with each code ``k`` replaced by ``table[k]`` (a part's name codes, say, as the whole trace's)."""
     if table == list(range(len(table))):
         return codes
-    if NUMPY and len(codes) > SMALL:
+    if fast(len(codes)):
         out = np.asarray(table, dtype=np.dtype(codes.typecode))[np.frombuffer(codes, dtype=np.dtype(codes.typecode))]
         return array(codes.typecode, out.tobytes())
     return array(codes.typecode, map(table.__getitem__, codes))
@@ -110,7 +132,7 @@ def remap(codes: array, table: list[int]) -> array:
 
 def shifted(values: array, by: float) -> array:
     """``values`` minus ``by``, each one (as ``x - by`` in Python gives it)."""
-    if NUMPY and len(values) > SMALL:
+    if fast(len(values)):
         return array("d", (np.frombuffer(values, dtype=np.float64) - by).tobytes())
     out = array("d")
     step = 1 << 16  # a slice at a time: no list of every value at once
@@ -123,7 +145,7 @@ def by_code(trace: "EventColumns", idx: list[int], column: str) -> dict[int, lis
     """``idx`` split by the code each event has in ``column`` ("lane" or "name_id"): code -> its events in the
     order of ``idx``, codes ascending."""
     values = getattr(trace, column)
-    if NUMPY and len(idx) > SMALL:
+    if fast(len(idx)):
         ix = np.asarray(idx, dtype=np.int64)
         codes = np.frombuffer(values, dtype=np.dtype(values.typecode))[ix]
         order = np.argsort(codes, kind="stable")
@@ -150,7 +172,7 @@ def by_code(trace: "EventColumns", idx: list[int], column: str) -> dict[int, lis
 
 def spans(trace: "EventColumns", idx: list[int]) -> list[tuple[float, float]]:
     """The merged [start, end) spans these events cover, as :func:`helpers.reader.spans.lane_spans` gives them."""
-    if not NUMPY or len(idx) <= SMALL:
+    if not fast(len(idx)):
         return lane_spans(trace, idx)
     starts, ends = _merged(_views(trace), np.asarray(idx, dtype=np.int64))
     return list(zip(starts.tolist(), ends.tolist()))
@@ -191,7 +213,7 @@ def visit_order(trace: "EventColumns", lane: int) -> tuple[Any, Any, Any]:
 def intersection_us(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
     """Microseconds during which both ``a`` and ``b`` (each merged and sorted) cover the time
     (:func:`helpers.reader.spans.intersection_us`, the overlapping pairs found at once)."""
-    if not NUMPY or len(a) + len(b) <= SMALL or not a or not b:
+    if not a or not b or not fast(len(a) + len(b)):
         return _intersection_plain(a, b)
     A, B = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     lo = np.searchsorted(B[:, 1], A[:, 0], side="right")  # b's first span that ends after a's starts
@@ -231,7 +253,7 @@ def enclosing(trace: "EventColumns", outer: list[int], inner: list[int]) -> dict
     q_all = np.asarray(inner, dtype=np.int64)
     lane = v["lane"]
     o_lane, q_lane = lane[o_all], lane[q_all]
-    for li in np.unique(q_lane).tolist():
+    for li in _unique(q_lane).tolist():
         o, q = o_all[o_lane == li], q_all[q_lane == li]
         # only an outer event that some inner one starts within (1 ns of slack) can enclose one: the others
         # go, so that the table below covers the few that launch work, not every op of the lane
