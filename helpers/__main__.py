@@ -8,14 +8,18 @@ what is wrong (exit status 2): never a traceback.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import os
 import re
 import sys
-from typing import Any, NoReturn
+from typing import Any, Callable, NoReturn
 
+from .reader.parts import in_child
 from .reader.trace import TraceError, read_trace
+
+CHILD_FROM = 20_000  # events: from this many, summarize computes its roofline in a forked process (10-50 ms saved)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -72,18 +76,28 @@ def _ranks(folder: str):
     return r
 
 
-def _read(path: str):
+def _prepare(*modules: str) -> Callable[[], None]:
+    """The imports a command needs once its trace is read (these modules, numpy for a large trace), to run while the
+    reader's workers finish (read_trace's ``meanwhile``)."""
+    def run() -> None:
+        from .reader import vector
+
+        for m in modules:
+            importlib.import_module(m, __package__)
+        vector.fast(vector.SMALL + 1)  # a file large enough for workers has more events than this
+
+    return run
+
+
+def _read(path: str, prepare: Callable[[], None] | None = None):
     """One trace, read; the events set aside (durations no clock gives) said on stderr, in one line."""
-    t = read_trace(path)
+    t = read_trace(path, meanwhile=prepare)
     if t.set_aside is not None:
         print(one_line(f"note: {t.path}: {t.set_aside.line()}"), file=sys.stderr)
     return t
 
 
 def _summarize(a: argparse.Namespace) -> int:
-    from .facts import summarize
-    from .facts.text import summary_text
-
     if os.path.isdir(a.trace):
         from .facts.ranks import ranks_text
 
@@ -93,11 +107,15 @@ def _summarize(a: argparse.Namespace) -> int:
         else:
             print(ranks_text(r, top=a.top))
         return 0
+    t = _read(a.trace, _prepare(".facts", ".facts.text", ".facts.roofline"))
+    from .facts import summarize
     from .facts.roofline import roofline, roofline_text
+    from .facts.text import summary_text
 
-    t = _read(a.trace)
+    # the roofline in a forked process beside the summary, on a trace large enough for that to pay
+    later = in_child(roofline, t, worth=len(t.ts) >= CHILD_FROM)
     s = summarize(t)
-    r = roofline(t)  # apart from summarize(): it reads the file again for the ops' shapes
+    r = later()
     if a.json:
         out = s.to_json()
         out["roofline"] = r.to_json(top=max(a.top, 50))
@@ -110,14 +128,16 @@ def _summarize(a: argparse.Namespace) -> int:
 def _diagnose(a: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from .advice.diagnose import diagnose, text
-
     if os.path.isdir(a.trace):
+        from .advice.diagnose import text
         from .advice.distributed import diagnose_ranks
 
         found = diagnose_ranks(_ranks(a.trace))
     else:
-        found = diagnose(_read(a.trace))
+        t = _read(a.trace, _prepare(".advice.diagnose"))
+        from .advice.diagnose import diagnose, text
+
+        found = diagnose(t)
     if a.json:
         _print_json([f.to_json() for f in found])
     else:

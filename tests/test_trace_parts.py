@@ -216,3 +216,32 @@ def test_counter_ranges_read_in_parts(tmp_path, small_parts, monkeypatch):
     assert parts.read_by["processes"] > 1
     assert columns(parts) == columns(alone)
     assert sum(1 for i in parts.args if parts.counters(i)) == 1334
+
+
+def test_in_child_gives_what_this_process_would(monkeypatch):
+    """The roofline computed in a forked process is the roofline computed here; a child that fails (or a process
+    where forking is not safe) costs only time: the value is computed here, and so is its error."""
+    from helpers.facts.roofline import roofline
+
+    monkeypatch.setattr(trace_parts, "_alone", lambda: True)
+    t = read_trace(H200 / "block8x256x512_bf16_warm_eager.json")
+    here = roofline(read_trace(H200 / "block8x256x512_bf16_warm_eager.json"))
+    assert trace_parts.in_child(roofline, t)() == here and here.points
+
+    calls = []
+
+    def fails_in_the_child(x):
+        calls.append(os.getpid())
+        if len(calls) == 1 and os.getpid() != parent:  # (appended in the child only: its list is its own)
+            raise MemoryError("no room in the child")
+        if x < 0:
+            raise ValueError("negative")
+        return x * 2
+
+    parent = os.getpid()
+    assert trace_parts.in_child(fails_in_the_child, 21)() == 42 and calls == [parent]
+    with pytest.raises(ValueError, match="negative"):
+        trace_parts.in_child(fails_in_the_child, -1)()
+    monkeypatch.setattr(trace_parts, "_alone", lambda: False)
+    got = trace_parts.in_child(fails_in_the_child, 5)
+    assert calls == [parent, parent] and got() == 10  # computed here, when asked for

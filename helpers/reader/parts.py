@@ -239,8 +239,10 @@ def _unpacked(c: Any) -> Any:
 class Split:
     """The parent's side: plans the cuts when the list of events begins, starts the workers, joins their columns."""
 
-    def __init__(self, path: Path, parser: str, builder: ColumnBuilder, processes: int, source: Any) -> None:
+    def __init__(self, path: Path, parser: str, builder: ColumnBuilder, processes: int, source: Any,
+                 meanwhile: Any = None) -> None:
         self.path, self.parser, self.builder, self.processes, self.source = path, parser, builder, processes, source
+        self.meanwhile = meanwhile  # called once, when this part is read and the workers may still be reading
         self.end: int | None = None  # where this process's part ends, once planned
         self.workers: list[_Worker] = []
         self.worker_peak_bytes = 0  # the workers' peak resident growth, summed (what they cost at most at once)
@@ -276,6 +278,9 @@ class Split:
 
     def reached(self, at: int, ok: bool) -> How:
         """This process's part ends at ``at``; ``ok``: its last events ended there. Joins what the workers read."""
+        if self.meanwhile is not None and ok and self.workers:
+            meanwhile, self.meanwhile = self.meanwhile, None
+            meanwhile()  # (a worker pays for its fork and its pipe: this process would only wait for it)
         workers, self.workers = self.workers, []
         if not ok or self.builder.paired():
             for w in workers:
@@ -305,3 +310,47 @@ class Split:
         for w in self.workers:
             w.kill()
         self.workers = []
+
+
+def in_child(fn: Any, *args: Any, worth: bool = True) -> Any:
+    """``fn(*args)`` computed in a forked process while this one goes on; returns a function that gives its result.
+
+    The command line's ``summarize`` computes the roofline this way beside the summary: on two cores the two
+    take about as long. Where forking is not safe (see :func:`_alone`), not worth it (``worth``), or the child
+    fails, the result is computed here, when asked for: the same value either way (it must pickle).
+    """
+    if not worth or not sys.platform.startswith("linux") or not _alone():
+        return lambda: fn(*args)
+    try:
+        r, w = os.pipe()
+        pid = os.fork()
+    except OSError:
+        return lambda: fn(*args)
+    if pid == 0:
+        try:
+            os.close(r)
+            try:
+                found: Any = (fn(*args),)
+            except BaseException:  # noqa: BLE001 - the parent computes it itself, and meets the error there
+                found = None
+            with os.fdopen(w, "wb") as out:
+                pickle.dump(found, out, protocol=pickle.HIGHEST_PROTOCOL)
+        finally:
+            os._exit(0)
+    os.close(w)
+
+    def result() -> Any:
+        try:
+            with os.fdopen(r, "rb") as f:
+                data = f.read()
+            found = pickle.loads(data) if data else None
+        except (OSError, pickle.UnpicklingError, EOFError):
+            found = None
+        finally:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+        return found[0] if found is not None else fn(*args)
+
+    return result

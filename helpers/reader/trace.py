@@ -23,7 +23,7 @@ from array import array
 from dataclasses import dataclass
 from itertools import compress, repeat
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from .categories import (ANNOTATION, COUNTER_RANGE, CPU_GROUPS, CPU_OP, DRIVER, GPU_ANNOTATION, GPU_GROUPS, GPU_WORK,
                          KERNEL, MEMCPY, MEMSET, OTHER, OVERHEAD, PYTHON, RUNTIME, SYNC, category_group)
@@ -501,10 +501,13 @@ def _positions(column: array, n: int) -> list[array]:
     return [array("l", x) for x in by]
 
 
-def read_trace(path: str | os.PathLike, parser: str | None = None) -> Trace:
+def read_trace(path: str | os.PathLike, parser: str | None = None,
+               meanwhile: Callable[[], Any] | None = None) -> Trace:
     """Read a Chrome trace written by the PyTorch profiler (``.json`` or ``.json.gz``).
 
     ``parser`` ("msgspec" or "json") is for tests; by default the fastest one installed.
+    ``meanwhile``: work the caller needs done next (its imports, say), run while forked workers finish reading a
+    large file, if any do (:mod:`helpers.reader.parts`); it may not run at all.
     Raises :class:`TraceError` for a missing, empty, truncated or foreign file.
     """
     if isinstance(path, str) and not path:  # Path("") is ".", the folder this runs in: say what is wrong instead
@@ -519,7 +522,7 @@ def read_trace(path: str | os.PathLike, parser: str | None = None) -> Trace:
         b = ColumnBuilder(path)
         n = trace_parts.processes(path, source.size)
         if n > 1:
-            split = trace_parts.Split(path, parser, b, n, source)
+            split = trace_parts.Split(path, parser, b, n, source, meanwhile)
         doc = Document(path, blocks, parser, part=split)
         for batch, checked in doc.batches():
             b.add(batch, checked, doc.whole_args)
