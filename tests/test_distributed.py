@@ -120,12 +120,13 @@ def test_pair_rows_against_the_raw_json(pair, pair_ranks, rank):
 
 
 def test_issue_13_rank_is_no_longer_compute_bound(pair):
-    """The issue's rank: 379 of 668 ms of GPU time in collectives, 77% idle, once called compute-bound; mostly inside
-    collectives, it now gets no CPU- or GPU-bound verdict at all (issue 22)."""
+    """The issue's rank: 379 of 668 ms of GPU time in collectives, once called compute-bound; mostly inside
+    collectives, it now gets no CPU- or GPU-bound verdict at all (issue 22). 53% idle: the window ends at the last
+    recorded activity, not 1.28 s later where the profiler's session span ends (HTA's sampling kept that span)."""
     t = read_trace(pair / "sampled_rank-1.json.gz")
     b = facts.balance(t)
     assert round(b.collective_us / 1000) == 379 and round((b.device_us + b.collective_us) / 1000) == 668
-    assert round(100 * b.gpu_idle_share) == 77
+    assert round(100 * b.gpu_idle_share) == 53
     # with collectives counted, GPU time was 51% of the CPU time (gpu-bound); without, it is 22%
     assert (b.device_us + b.collective_us) / b.self_cpu_us >= facts.GPU_BOUND_RATIO > b.ratio
     assert b.verdict == facts.IN_COLLECTIVES

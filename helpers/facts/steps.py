@@ -101,10 +101,29 @@ def gpu_busy_per_step(trace: Trace) -> list[tuple[str, float, float]]:
 
 
 def window(trace: Trace) -> tuple[float, float]:
-    """The recorded window: first step (or first event) to the last event's end."""
+    """The recorded window: first step (or first event) to the end of the last recorded activity.
+
+    Two kinds of span do not end it: the profiler's own session span (category ``Trace``, "PyTorch Profiler
+    (0)"), which outlasts the activity by the profiler's stop (tens of microseconds) and, in a trace that a
+    tool filtered (HTA's sampled ranks), by whatever was filtered out; and the step spans, which the loop's
+    Python ends (a step annotation on another process ran 13 s past everything else in one external trace).
+    """
+    memo = trace.memo.get("window")
+    if memo is not None:
+        return memo
     st = steps(trace)
     lo = st[0].start_us if st else min(trace.ts)
-    return lo, vector.max_end(trace)
+    hi = vector.max_end(trace)
+    frame = set(trace.indices(prefix="ProfilerStep#"))
+    frame.update(trace.with_category("Trace"))
+    if frame:
+        ends = [trace.ts[i] + trace.dur[i] for i in frame]
+        if max(ends) >= hi:  # a frame span ends it: the last end of anything else, if anything else ends after lo
+            rest = vector.max_end(trace, leave_out=frame)
+            if rest is not None and rest > lo:
+                hi = rest
+    trace.memo["window"] = (lo, hi)
+    return lo, hi
 
 
 # --- annotations and steps ------------------------------------------------------

@@ -209,6 +209,11 @@ class Trace:
     def is_gpu(self, i: int) -> bool:
         return self._lane_gpu[self.lane[i]]
 
+    def with_category(self, cat: str) -> list[int]:
+        """Indices of the events whose category is exactly ``cat`` (the trace's own word), ascending."""
+        by = self._index()
+        return sorted(i for c, name in enumerate(self.cat_table) if name == cat for i in by[c])
+
     def _index(self) -> list[array]:
         if self._by_cat is None:
             self._by_cat = _positions(self.cat_id, len(self.cat_table))

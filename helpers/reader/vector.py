@@ -12,6 +12,7 @@ a step is; :mod:`helpers.facts` asks the questions.
 from __future__ import annotations
 
 import importlib.util
+import math
 from array import array
 from itertools import compress
 from operator import add, and_
@@ -79,12 +80,23 @@ def _unique(a: Any) -> Any:
     return a[np.concatenate(([True], a[1:] != a[:-1]))]
 
 
-def max_end(trace: "EventColumns") -> float:
-    """The latest end (start + duration) of any event; the trace must have events."""
+def max_end(trace: "EventColumns", leave_out: "set[int] | None" = None) -> float | None:
+    """The latest end (start + duration) of any event (but those in ``leave_out``); None when none is left."""
+    if not leave_out:
+        if not len(trace.ts):
+            return None
+        if fast(len(trace.ts)):
+            v = _views(trace)
+            return float((v["ts"] + v["dur"]).max())
+        return max(map(add, trace.ts, trace.dur))
     if fast(len(trace.ts)):
         v = _views(trace)
-        return float((v["ts"] + v["dur"]).max())
-    return max(map(add, trace.ts, trace.dur))
+        ends = v["ts"] + v["dur"]
+        ends[np.fromiter(leave_out, dtype=np.int64, count=len(leave_out))] = -np.inf
+        top = float(ends.max()) if len(ends) else -math.inf
+        return None if top == -math.inf else top
+    ends = [e for i, e in enumerate(map(add, trace.ts, trace.dur)) if i not in leave_out]
+    return max(ends) if ends else None
 
 
 def covered_us(trace: "EventColumns", idx: list[int]) -> float:
