@@ -26,8 +26,8 @@ from .rulebook import RuleId
 LOW_OVERLAP_PCT = 50.0
 #: collectives that take less than this share of GPU busy time are not worth a finding
 MINOR_SHARE = 0.05
-#: a straggler's GPU work beyond the others' median, as a share of its window, from which the gain is sized by it
-EXCESS_SHARE = 0.05
+#: a straggler's GPU work beyond the others' median, as a share of their wait for it, from which the gain is sized by it
+EXCESS_OF_WAIT = 0.5
 
 
 # --- the rules ----------------------------------------------------------------------------
@@ -148,27 +148,45 @@ def _straggler(r: Ranks) -> "Finding | None":
     waiting = [x for x in r.ranks if x.rank != s.rank and x.wait_us is not None]
     if not waiting:
         return f
-    worst = max(waiting, key=lambda x: x.wait_us or 0.0)
-    f.size(worst.wait_us or 0.0, worst.window_us, f"rank {worst.rank}'s collectives waiting for rank {s.rank} (some of "
-           "that time its other GPU work ran beside them)", _RANK_WINDOW)
-    # The job's step is its slowest rank's. What the straggler's fix removes is what makes it slow; where that is its
-    # own GPU work (more compute than the others), the step loses that excess; where it is not, the trace does not
-    # say what it is (its CPU side, its input, or something before the recording) and the gain is not sized.
+    gpu = any(x.compute_us > 0 or x.collective_us > 0 for x in r.ranks)
+    # what the others wait for it: their time inside the matched collectives beyond its own, on average (the
+    # straggler's reason says the same figure); a rank that also waited for someone else is not charged to it
+    lateness = statistics.mean(x.wait_us or 0.0 for x in waiting) - (me.wait_us or 0.0)
+    before = max(x.window_us for x in r.ranks)
+    f.size(max(lateness, 0.0), before, f"the other ranks' wait for rank {s.rank} in the matched collectives (on "
+           "average, beyond its own)" + (": some of that time their other GPU work ran beside them" if gpu else ""),
+           _RANK_WINDOW)
+    # The job takes as long as its slowest rank, and the others' wait for the straggler is the most that fixing it
+    # can save (past that, another rank is the slowest). Where the straggler's own GPU work exceeds the others' by
+    # enough to explain that wait, the fix removes the smaller of the two; where it does not, the trace does not
+    # say what delays it (its CPU side, its input, something before the recording): the bound alone is given.
     others_compute = statistics.median(others) if others else 0.0
     excess = me.compute_us - others_compute
-    before = max(x.window_us for x in r.ranks)
-    if before > 0 and excess > EXCESS_SHARE * me.window_us:
-        f.gain = Gain(before / (before - excess), before / (before - excess / 2), before / (before - excess),
-                      f"the job's step is its slowest rank's ({us(before)}): without rank {s.rank}'s extra GPU work "
-                      f"({us(excess)} more than the others' median), shorter by that much (by half of it for the low "
+    if before <= 0 or lateness <= 0:
+        return f
+    bound = before / max(before - lateness, 1e-9)
+    if gpu and excess >= EXCESS_OF_WAIT * lateness:
+        cut = min(excess, lateness)
+        f.gain = Gain(before / (before - cut), before / (before - cut / 2), before / (before - cut),
+                      f"the job takes as long as its slowest rank (its recorded window, {us(before)}): without rank "
+                      f"{s.rank}'s extra GPU work ({us(excess)} more than the others' median), the others wait "
+                      f"{us(cut)} less (their wait, {us(lateness)}, is the most it can save; half of it for the low "
                       "end)")
-    elif not any(x.compute_us > 0 for x in r.ranks):
-        ev.append(f"the trace holds no GPU work to compare (the ranks ran on CPUs): what makes rank {s.rank} late is "
-                  "not in its recorded collectives, so one recorded window cannot size the gain")
+        return f
+    if not gpu:
+        why = (f"the trace holds no GPU work (the ranks ran on CPUs): what delays rank {s.rank} is in its time before "
+               "the collectives it enters last")
+    elif excess <= 0:
+        why = (f"rank {s.rank}'s GPU work is no larger than the others' ({us(me.compute_us)} against "
+               f"{us(others_compute)}, their median): what delays it is not in its GPU work")
     else:
-        ev.append(f"rank {s.rank}'s GPU work is no larger than the others' ({us(me.compute_us)} against "
-                  f"{us(others_compute)}, their median): what makes it late is not in its GPU work (its CPU side, its "
-                  "input, or something before the recording), so one recorded window cannot size the gain")
+        why = (f"rank {s.rank}'s GPU work is {us(excess)} more than the others' median ({us(me.compute_us)} against "
+               f"{us(others_compute)}), less than half of the {us(lateness)} the others wait for it: what delays it "
+               "is mostly elsewhere")
+    ev.append(why + (" (its ops, its input, or time no op recorded)" if not gpu else
+                     " (its CPU side, its input, or something before the recording)")
+              + f", so no gain is sized; the others' wait bounds it: were the delay gone, the job would be at most "
+                f"{bound:.2g}x faster")
     return f
 
 
