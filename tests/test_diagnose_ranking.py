@@ -235,16 +235,19 @@ def _all_single() -> list[str]:
 
 
 def test_findings_are_ranked_by_the_gain_of_their_fix():
-    """Issues before notes; issues by the gain their fix should bring (those that cannot say after them), notes by
-    their share; no issue's fix gains under NOTE_BELOW_GAIN (it would be a note)."""
+    """Issues before notes; issues by the gain their fix should bring (one that cannot say, as if its fix halved its
+    share), notes by their share; no issue's fix gains under NOTE_BELOW_GAIN (it would be a note)."""
+    from helpers.advice.findings import UNSIZED_AS
+
     for path in _all_single():
         got = found(path)
         sev = [f.severity for f in got]
         assert sev == sorted(sev, key=lambda s: s != Severity.ISSUE), path
         issues = [f for f in got if f.severity == Severity.ISSUE]
+        places = [f.gain.speedup if f.gain is not None else 1 / ((1 - f.share) + f.share / UNSIZED_AS)
+                  for f in issues if f.gain is not None or f.share is not None]
+        assert places == sorted(places, reverse=True), path
         gains = [f.gain.speedup for f in issues if f.gain is not None]
-        assert gains == sorted(gains, reverse=True), path
-        assert all(f.gain is not None for f in issues[:len(gains)]), path  # those that can say come first
         assert all(g >= NOTE_BELOW_GAIN for g in gains), path
         notes = [f.share for f in got if f.severity == Severity.NOTE and f.share is not None]
         assert notes == sorted(notes, reverse=True), path

@@ -24,6 +24,8 @@ class Severity(Word):
     NOTE = "note"  # something to know while reading the trace; not a problem in itself
 
 
+#: where an issue cannot size its gain, it is ranked as if its fix made the time it accounts for this much faster
+UNSIZED_AS = 2.0
 #: an issue that cannot say what its fix gains, and accounts for less than this share of the window, is a note
 NOTE_BELOW = 0.05
 #: an issue whose fix should make the step less than this many times faster is a note
@@ -169,9 +171,11 @@ def rank(found: list[Finding]) -> list[Finding]:
 
     An issue whose fix should make the step less than :data:`NOTE_BELOW_GAIN` times faster, or (one that cannot
     say) that accounts for less than :data:`NOTE_BELOW` of the window, is reported as a note. Issues come first,
-    by their expected gain (those that cannot say, by their share, after them), then notes by their share. The
-    findings' shares do not overlap (:class:`helpers.advice.ledger.Ledger`), so a cause that explains the GPU's
-    idle time comes before what remains of it (the CPU-bound finding) by the size of what it explains.
+    by their expected gain; one that cannot size its gain is placed as if its fix halved the time it accounts for
+    (:data:`UNSIZED_AS`, Amdahl on its share: a place in the order, never printed), so that a compiled region
+    holding 72% of the window is not put after a 1.1x remainder. Notes follow, by their share. The findings'
+    shares do not overlap (:class:`helpers.advice.ledger.Ledger`), so a cause that explains the GPU's idle time
+    comes before what remains of it (the CPU-bound finding) by the size of what it explains.
     """
     for f in found:
         if f.severity == Severity.ISSUE:
@@ -182,6 +186,12 @@ def rank(found: list[Finding]) -> list[Finding]:
 
     def key(f: Finding) -> tuple:
         if f.severity == Severity.ISSUE:
-            return (0, f.gain is None, -(f.gain.speedup if f.gain else 0.0), f.share is None, -(f.share or 0.0))
+            if f.gain is not None:
+                place = f.gain.speedup
+            elif f.share is not None:
+                place = 1 / ((1 - f.share) + f.share / UNSIZED_AS)
+            else:
+                place = 0.0
+            return (0, -place, f.gain is None, -(f.share or 0.0))
         return (1, f.share is None, -(f.share or 0.0))
     return sorted(found, key=key)
