@@ -295,9 +295,16 @@ def _gpu_bound(c: Context) -> Finding | None:
     if idle >= IDLE_NOTE:
         ev.append(f"yet it waited for the CPU {idle:.0%} of the window: by the totals the GPU sets the pace, but part "
                   "of the time it waits (the findings above say for what)")
+    # attention written out (two matmuls around a softmax, no SDPA op): the fused kernel is the fix notebook 10 times
+    written_out = (any(t.indices((CPU_OP,), name=n) for n in ("aten::softmax", "aten::_softmax"))
+                   and any(t.indices((CPU_OP,), name=n) for n in ("aten::matmul", "aten::bmm"))
+                   and not t.indices((CPU_OP,), contains="scaled_dot_product"))
     f = Finding(RuleId.GPU_BOUND, "GPU-bound: the GPU's kernels set the pace", Severity.NOTE, ev,
                 "look at the longest kernels: how near each comes to the GPU's peaks (the roofline in summarize), "
-                "then kernel choice, dtype, shapes, fusion")
+                "then kernel choice, dtype, shapes, fusion"
+                + ("; if the softmax between matmuls here is attention written out, "
+                   "torch.nn.functional.scaled_dot_product_attention runs it as one fused kernel (notebook 10)"
+                   if written_out else ""))
     return c.claimed(f, "the GPU busy with work no other finding explains", gpu=left)
 
 

@@ -480,8 +480,9 @@ def dominant_text(d: Dominant) -> str:
                 f"(weighted by time: a kernel there can go at most {most} faster with the same arithmetic in the "
                 "same precision)")
     return (head + f"kernels far below both roofs, at a median {d.of_roof:.0%} of the roof at their intensity "
-            "(weighted by time): not the GPU's peaks but latency, launches or too little work per kernel set their "
-            "pace")
+            "(weighted by time): not the GPU's peaks set their pace but how the kernels use it; hypotheses to test "
+            "on the longest: a memory access that wastes bandwidth (a broadcast, a strided layout), too little work "
+            "per kernel to fill the GPU, or waiting on memory latency")
 
 
 # --- as text ------------------------------------------------------------------------------------
