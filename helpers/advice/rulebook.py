@@ -203,8 +203,9 @@ ROWS: tuple[Row, ...] = (
                 '`aten::nonzero` or `aten::_to_copy`, the GPU lane empty right after it',
         means='a **hidden synchronization**: a line that needs a value from the GPU (`.item()`, `if tensor:`, a '
               'boolean mask, `.cpu()`) makes the CPU wait until the GPU has run everything queued; then the GPU '
-              'idles until the CPU launches again. A copy call waits too when pageable memory is on one side '
-              "([CUDA's rules](https://docs.nvidia.com/cuda/cuda-runtime-api/api-sync-behavior.html))",
+              'idles until the CPU launches again. A copy call may wait too when pageable memory is on one side: '
+              'one to pageable memory returns when the copy is done, one from it may return once its bytes are '
+              "staged ([CUDA's rules](https://docs.nvidia.com/cuda/cuda-runtime-api/api-sync-behavior.html))",
         tries='read values every N steps, not every step; tensor ops instead of Python branches on tensors; '
               'fixed-size ops instead of boolean masks; [`torch.cuda.set_sync_debug_mode("warn")`](https://docs.pyt'
               'orch.org/docs/stable/generated/torch.cuda.set_sync_debug_mode.html) names the lines',
@@ -266,15 +267,17 @@ ROWS: tuple[Row, ...] = (
               'tensor yourself costs time too)',
         rules=(RuleId.PAGEABLE_COPIES,), where=None, notebooks=('14',)),
     Row(
-        you_see="One rank's trace with most of its GPU time inside NCCL kernels",
+        you_see="One rank's trace whose NCCL kernels fill half of its recorded window or more",
         means="**inside collectives**: a collective's kernel runs until every rank has entered it, so its time "
               "holds the wait for other ranks as well as the transfer; one rank's trace cannot tell them apart, so "
-              'it gets no CPU- or GPU-bound verdict',
+              'it gets no CPU- or GPU-bound verdict (a rank whose GPU mostly idles, however much of its busy time '
+              'is in collectives, gets the CPU-side findings and the row below)',
         tries="read every rank's trace together (`python -m helpers diagnose FOLDER`): a straggler comes first "
               'there, the rest is worded as what remains once it is fixed',
         rules=(RuleId.INSIDE_COLLECTIVES,), where=None, notebooks=('15',)),
     Row(
-        you_see='In a folder of ranks, a rank whose GPU is mostly inside NCCL kernels, little else running',
+        you_see="A rank (its own trace, or one of a folder's) whose GPU spends half of its busy time or more in "
+                "NCCL kernels with nothing beside them",
         means='**communication-bound**: the rank waits on communication (transfer, or other ranks); its time in '
               'collectives is not compute, and `summarize` leaves it out of the GPU-bound verdict',
         tries="read every rank's trace together (`python -m helpers diagnose FOLDER`) to see who waits for whom; "

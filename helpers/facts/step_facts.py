@@ -123,14 +123,35 @@ class Sync:
         return self.op is None and any("DeviceSynchronize" in c or "CtxSynchronize" in c for c in self.calls)
 
 
-def _waits(trace: Trace, i: int, name: str) -> tuple[bool, int | None]:
+class _Prior:
+    """The latest end of the GPU work launched before a given time (every launch call with GPU work, in order)."""
+
+    def __init__(self, trace: Trace) -> None:
+        pairs = sorted((trace.ts[i], max(trace.end_of(j) for j in work))
+                       for i in trace.indices((RUNTIME, DRIVER)) if not trace.is_gpu(i)
+                       for work in [trace.gpu_work_of(i)] if work)
+        self.starts = [a for a, _ in pairs]
+        self.reach: list[float] = []
+        top = float("-inf")
+        for _, e in pairs:
+            top = max(top, e)
+            self.reach.append(top)
+
+    def end_before(self, ts: float) -> float:
+        k = bisect.bisect_left(self.starts, ts)
+        return self.reach[k - 1] if k else float("-inf")
+
+
+def _waits(trace: Trace, i: int, name: str, prior: "_Prior | None" = None) -> tuple[bool, int | None]:
     """Whether runtime or driver call ``i`` waits for the GPU, and the copy it launched (or None).
 
     By CUDA's rules (:data:`SYNC_BEHAVIOUR`): ``cudaMemcpy`` (not Async) to or
     from the host returns once the copy is done (to pageable memory) or staged
     (from it); ``cudaMemcpyAsync`` waits only where pageable memory is on one
-    side (a copy to it returns once done; a copy from it synchronizes the
-    stream first). Between pinned memory and the device it only launches.
+    side: a copy to it returns once done; a copy from it "might be synchronous",
+    so it counts as a wait only where the trace shows one, the GPU work launched
+    before it ended by the time the call returned (``prior``). Between pinned
+    memory and the device it only launches.
     """
     if kk.is_synchronize(name):
         return True, None
@@ -144,7 +165,11 @@ def _waits(trace: Trace, i: int, name: str) -> tuple[bool, int | None]:
     with_host = _is_to_host(copy) or _host_memory(copy) is not None
     if "Async" not in name:
         return with_host, j
-    return with_host and "Pageable" in copy, j
+    if not (with_host and "Pageable" in copy):
+        return False, j
+    if not _is_to_host(copy) and prior is not None and prior.end_before(trace.ts[i]) > trace.end_of(i) + 1e-3:
+        return False, j  # from pageable memory, returned while earlier GPU work still ran: it did not wait for it
+    return True, j
 
 
 def hidden_syncs(trace: Trace) -> list[Sync]:
@@ -164,9 +189,10 @@ def hidden_syncs(trace: Trace) -> list[Sync]:
     sites: dict[int, dict] = {}
     calls = sorted((i for i in trace.indices((RUNTIME, DRIVER)) if not trace.is_gpu(i)), key=trace.ts.__getitem__)
     copies: dict[int, tuple[int, int]] = {}  # site -> (copy launch call, its device-to-host copy) not waiting by itself
+    prior = _Prior(trace)
     for i in calls:
         name = trace.name_of(i)
-        waits, copy = _waits(trace, i, name)
+        waits, copy = _waits(trace, i, name, prior)
         if not waits and copy is None:
             continue
         ops = _ops_around(trace, i)
