@@ -117,8 +117,11 @@ class Budget:
 
     @property
     def paced_cpu_us(self) -> float:
-        """The CPU's own work less its part while the queue filled: what the GPU's work is set against."""
-        return total(difference(self.cpu_work, self.filling))
+        """The CPU's own work from the first GPU work on: what the GPU's work is set against (before it, the CPU
+        fills the queue, or sets up; a GPU that starts late has all of the CPU's work before it)."""
+        if not self.busy:
+            return total(difference(self.cpu_work, self.filling))
+        return total(intersection(self.cpu_work, [(self.busy[0][0], self.hi)]))
 
     def share(self, us: float) -> float:
         """``us`` as a share of the window."""
