@@ -42,13 +42,22 @@ def _not_recorded(c: Context) -> Finding | None:
     copies = [i for i in calls if "emcpy" in t.name_of(i)]
     work = facts.gpu_work(t)
     if (launches or copies) and not work:
+        ranges = c.summary.counter_ranges
+        ev = [f"{len(launches)} launch calls and {len(copies)} copy calls on the CPU, no kernel, copy or fill on any "
+              "GPU lane: the GPU's side of the timeline is not in the trace, so its idle time cannot be read (this "
+              "is no GPU idle 100%)"]
+        if ranges is not None:  # CUPTI ran, in its range-profiling mode: counters per kernel, no timeline
+            ev.append(f"the trace holds {ranges.count} counter ranges of CUPTI's range profiler ({ranges.kernels} "
+                      "kernels' hardware counters, summarize lists them): this run was profiled for hardware "
+                      "counters (torch.profiler._ExperimentalConfig's profiler_metrics), and its trace holds no "
+                      "kernel timeline beside them")
+            advice = ("for the GPU's time, profile again with activities=[ProfilerActivity.CPU, "
+                      "ProfilerActivity.CUDA] and without the counter configuration; keep this trace for its counters")
+        else:
+            advice = ("profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] (CUPTI, or ROCm's "
+                      "roctracer, must be available to the process), and check the trace holds GPU lanes")
         return Finding(RuleId.NOT_RECORDED, "GPU activity not recorded: launches, but no kernel on a GPU lane",
-                       Severity.NOTE,
-                       [f"{len(launches)} launch calls and {len(copies)} copy calls on the CPU, no kernel, copy or "
-                        "fill on any GPU lane: the GPU's side of the recording is missing, so its idle time cannot "
-                        "be read (this is no GPU idle 100%)"],
-                       "profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] (CUPTI, or ROCm's "
-                       "roctracer, must be available to the process), and check the trace holds GPU lanes")
+                       Severity.NOTE, ev, advice)
     if work and not t.indices((CPU_OP,)):
         return Finding(RuleId.NOT_RECORDED, "CPU activity not recorded: GPU work, but no ATen op on the CPU",
                        Severity.NOTE,
