@@ -134,8 +134,9 @@ def _input_bound(c: Context) -> Finding | None:
                                           "depends on the cores and the samples); the step then takes the longer of "
                                           "its other work and the faster loading")
     f = Finding(RuleId.INPUT_BOUND, "Input-bound: the GPU waits for the DataLoader", Severity.ISSUE, ev, advice)
-    got = c.claimed(f, "the GPU idle while the DataLoader ran", basis,
-                    cpu=merged((s.start_us, s.start_us + s.dur_us) for s in x.spans), cpu_speedup=Speedup.gone())
+    loaded = merged((s.start_us, s.start_us + s.dur_us) for s in x.spans)
+    got = c.claimed(f, "the GPU idle while the DataLoader ran", basis, cpu=loaded, cpu_speedup=Speedup.gone(),
+                    removes=loaded)
     if got is not None and got.share is not None:
         w = c.budget.window_us
         rest = w * (1 - got.share)
@@ -171,7 +172,7 @@ def _recompiles(c: Context) -> Finding | None:
     return c.claimed(f, "compiling (torch.compile's compile spans)", "a frame compiled once is reused: its "
                      "compiling leaves the steady step (in this recording: a longer run that keeps recompiling stops "
                      "at torch._dynamo's recompile limit, 8 by default, and runs the frame eagerly from then on)",
-                     cpu=spent.spans, cpu_speedup=Speedup.gone(low=2.0))
+                     cpu=spent.spans, cpu_speedup=Speedup.gone(low=2.0), removes=spent.spans)
 
 
 # --- one-time costs (03) -------------------------------------------------------------------------------------

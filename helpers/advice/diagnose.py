@@ -55,9 +55,12 @@ def first_line(findings: list[Finding]) -> str:
 
 
 #: how to read the list, printed under its first line
-LEGEND = ("(issue: something a fix can win back, with what the fix should gain where the trace can say; note: worth "
-          "knowing, or a fix that would gain little. 'accounts for' is the share of the recorded window a finding "
-          "explains: each stretch of it is counted in one finding only.)")
+LEGEND = ("(issue: a fix can win time back, and its line says how much where the trace can tell; note: worth "
+          "knowing, or a fix that would gain little. The recorded window runs from the first profiler step (or event) to the "
+          "last recorded activity; a finding 'accounts for' the part of it that its time covers (the GPU idle while "
+          "something ran on the CPU, or busy with some work), each microsecond in one finding only. Each gain is "
+          "for its fix alone: fixes together gain less than their gains multiplied, and none takes the step below "
+          "the GPU's own work or the CPU's.)")
 
 
 def text(findings: list[Finding]) -> str:

@@ -141,18 +141,23 @@ class Context:
     def claimed(self, f: "Finding", of: str, basis: str = "", *, cpu: Spans | None = None,
                 cpu_speedup: Speedup | None = None, gpu: Spans | None = None, gpu_speedup: Speedup | None = None,
                 cpu_at_most_us: float | None = None, gain_of: str = "the step",
-                wait: Spans | None = None, floor_cut_us: float = 0.0) -> "Finding | None":
+                wait: Spans | None = None, floor_cut_us: float = 0.0,
+                removes: Spans | None = None) -> "Finding | None":
         """``f`` sized by the time it claims on the ledger (``cpu``: GPU idle time waiting for the CPU; ``gpu``:
         GPU busy time), with the gain its fix should bring (an issue's; ``wait``: the CPU's waits for the GPU the fix
-        removes too, where the GPU was busy); None when it claims nothing a rule before it has not (the time is
-        explained already)."""
+        removes too, where the GPU was busy, less those inside what an earlier fix removes; ``removes``: the CPU's
+        work this fix takes away whole); None when it claims nothing a rule before it has not (the time is explained
+        already)."""
         got_cpu = self.ledger.claim(Side.CPU, cpu, cpu_at_most_us) if cpu else []
         got_gpu = self.ledger.claim(Side.GPU, gpu) if gpu else []
         us = total(got_cpu) + total(got_gpu)
-        # the waits that overlap the GPU's busy time (their idle part is in got_cpu already), not its collectives: a
-        # wait for a collective is a wait for the other ranks, which no sync removed would shorten
-        waited = total(difference(intersection(merged(wait), self.budget.busy), list(self.budget.collectives))) \
-            if wait else 0.0
+        # the waits that overlap the GPU's busy time (their idle part is in got_cpu already), not its collectives (a
+        # wait for a collective is a wait for the other ranks, which no sync removed would shorten), nor those inside
+        # CPU work an earlier finding's fix takes away (the DataLoader's: its fix takes its waits along)
+        waited = total(difference(intersection(merged(wait), self.budget.busy),
+                                  merged(list(self.budget.collectives) + list(self.ledger.removed)))) if wait else 0.0
+        if removes:
+            self.ledger.removed = merged(list(self.ledger.removed) + list(removes))
         if us <= 0 and waited <= 0:
             return None
         f.size(us, self.budget.window_us, of, self.base)

@@ -80,6 +80,9 @@ class Ledger:
         self.budget = budget
         # the queue filling at the window's start is the CPU's only where a cause names it (see Budget.filling)
         self._free = {Side.CPU: merged(list(budget.waiting_for_cpu) + list(budget.filling)), Side.GPU: list(budget.busy)}
+        #: the CPU's work that an earlier finding's fix takes away whole (the DataLoader's spans, compiling): a wait
+        #: for the GPU inside it goes with that fix, and is not credited to a later one
+        self.removed: Spans = []
 
     def claim(self, side: Side, spans: Spans, at_most_us: float | None = None) -> Spans:
         """The part of ``spans`` on ``side`` that no earlier finding claimed, now claimed (``at_most_us``: the
