@@ -231,7 +231,9 @@ def why(k: Key) -> str:
         out.append(f"It accounts for {f.amount}, and {f.gain.words()} ({f.gain.basis}){rest}: the fix that should "
                    "gain the most comes first.")
     elif f.share is not None:
-        out.append(f"It accounts for {f.amount}" + ("; every other finding is a note." if not others else ".")
+        out.append(f"It accounts for {f.amount}" + ("; every other finding is a note." if not others else
+                   "; the trace cannot size what its fix gains, and diagnose places such an issue as if its fix "
+                   "halved that time, which puts it before the others.")
                    + (" It costs memory as well as that GPU time; how much of the time a fix would save (an op that "
                       "never builds the temporary) the project has not measured, so no speedup is given."
                       if f.rule == RuleId.MEMORY_SPIKE else ""))
@@ -244,7 +246,7 @@ def why(k: Key) -> str:
     remainder = next((x for x in k.findings if x.rule in (RuleId.CPU_BOUND, RuleId.TINY_KERNELS) and x is not f), None)
     if f.rule in CAUSES_OF_IDLE and remainder is not None and remainder.share is not None:
         out.append(f"The GPU also waits for the CPU where no cause is named ({remainder.rule}, {remainder.amount}). "
-                   f"{f.rule} and {remainder.rule} share no time, and {f.rule}'s fix should gain more: fewer or larger "
+                   f"{f.rule} and {remainder.rule} share no time, and the fix for {f.rule} should gain more: fewer or larger "
                    f"launches would not remove what {f.rule} found.")
     if f.rule in (RuleId.CPU_BOUND, RuleId.TINY_KERNELS):
         out.append("No cause the trace names (the DataLoader, waits for the GPU, compiling, the optimizer) explains "
