@@ -133,6 +133,9 @@ def _straggler(r: Ranks) -> "Finding | None":
     k = [x.rank for x in r.ranks].index(s.rank)
     me = r.ranks[k]
     ev = [s.reason]
+    if r.world_size is not None and len(r.ranks) < r.world_size:  # the rank it waits for may be one not here
+        ev.append(f"the folder holds {len(r.ranks)} of the job's {r.world_size} ranks: rank {s.rank} is the latest of "
+                  "these, and may itself wait for a rank not recorded here")
     for x in r.ranks:
         if x.rank != s.rank and x.wait_us is not None:
             ev.append(f"rank {x.rank} spent {us(x.wait_us)} inside the matched collectives beyond the quickest rank; "

@@ -77,8 +77,9 @@ def _gpu_behind(c: Context) -> Finding | None:
     nxt = next((j for j in work if t.ts[j] >= e - 1e-6), None)
     ev = [f"no GPU work is recorded for {us(b.queued_us)} ({b.share(b.queued_us):.0%} of the window) while its next "
           f"work had already been launched (more than {us(b.late_us)} before it ran): the GPU was busy with something "
-          "the trace does not hold (work queued before the recording began, another process) or waited on a "
-          "dependency"]
+          "the trace does not hold (work queued before the recording began, another process), waited on a "
+          "dependency, or the GPU's timestamps are offset from the CPU's (the profiler puts both on one clock: a "
+          "skew between them would look like this)"]
     if nxt is not None and t.launch_of(nxt) >= 0:
         i = t.launch_of(nxt)
         ev.append(f"the longest stretch: {us(e - s)}, before {t.name_of(nxt)[:60]}, launched by {t.name_of(i)} "
