@@ -334,12 +334,42 @@ def _hidden_sync(c: Context) -> Finding | None:
     where = " inside the step" if c.summary.steps else ""  # no steps: no step to say it is in
     f = Finding(RuleId.HIDDEN_SYNC, f"Hidden synchronizations: the CPU waits for the GPU{where}", Severity.ISSUE, ev,
                 "; ".join(tips))
+    spans = merged(sp for s in found for sp in _wait_spans(c, s))
+    blocks = _sync_blocks(c, found)
+    basis = "without the waits the CPU launches the next work sooner, by up to each wait's length"
+    if blocks:  # the lines that read values sit in a labelled block of their own: reading less often removes it
+        held_us = sum(e - b for spans_ in blocks.values() for b, e in spans_)
+        ev.append(f"the waits sit in the record_function block {' and '.join(repr(n) for n in sorted(blocks))}, "
+                  f"{us(held_us)} of CPU time in all, a small part of each step: lines that compute what they read, "
+                  "which reading every N steps takes along")
+        spans = merged(list(spans) + [sp for b in blocks.values() for sp in b])
+        basis = ("without the waits and the labelled block they sit in (the lines that compute what they read), "
+                 "gone where values are read every N steps; the low end: half of it")
     return c.claimed(f, "the GPU idle in and after the waits, waiting for the CPU",
-                     "without the waits the CPU launches the next work sooner, by up to each wait's length"
-                     + ("; where the CPU sets the pace, the waits themselves leave the step too" if c.budget.cpu_paced
-                        else ""),
-                     cpu=merged(sp for s in found for sp in _wait_spans(c, s)), cpu_speedup=Speedup.gone(low=2.0),
+                     basis + ("; where the CPU sets the pace, the waits themselves leave the step too"
+                              if c.budget.cpu_paced else ""),
+                     cpu=spans, cpu_speedup=Speedup.gone(low=2.0),
                      wait=merged((s.start_us, s.start_us + s.dur_us) for s in found))
+
+
+#: a record_function block around the waits counts as the lines that read values when its median span is at most
+#: this share of the median step (a block the size of the step is the step, not a few lines in it)
+SYNC_BLOCK_SHARE = 0.25
+
+
+def _sync_blocks(c: Context, found: list[sf.Sync]) -> dict[str, list[tuple[float, float]]]:
+    """The record_function blocks that hold the waits, by label, where each is a small part of its step."""
+    t, st = c.trace, c.summary.steps
+    if not st:
+        return {}
+    step_us = statistics.median(x.dur_us for x in st)
+    out: dict[str, list[tuple[float, float]]] = {}
+    for name in {s.annotation for s in found if s.annotation and not s.annotation.startswith("ProfilerStep#")}:
+        ev = [i for i in t.indices((ANNOTATION,), name=name) if not t.is_gpu(i)]
+        held = [i for i in ev if any(t.ts[i] <= s.start_us <= t.end_of(i) for s in found if s.annotation == name)]
+        if held and statistics.median(t.dur[i] for i in held) <= SYNC_BLOCK_SHARE * step_us:
+            out[name] = [(t.ts[i], t.end_of(i)) for i in held]
+    return out
 
 
 # --- the optimizer (12) ----------------------------------------------------------------------------------------

@@ -267,7 +267,8 @@ ROWS: tuple[Row, ...] = (
               'tensor yourself costs time too)',
         rules=(RuleId.PAGEABLE_COPIES,), where=None, notebooks=('14',)),
     Row(
-        you_see="One rank's trace whose NCCL kernels fill half of its recorded window or more",
+        you_see="One rank's trace whose collectives (NCCL kernels, or a CPU backend's `gloo:` spans) fill half of "
+                "its recorded window or more",
         means="**inside collectives**: a collective's kernel runs until every rank has entered it, so its time "
               "holds the wait for other ranks as well as the transfer; one rank's trace cannot tell them apart, so "
               'it gets no CPU- or GPU-bound verdict (a rank whose GPU mostly idles, however much of its busy time '

@@ -13,6 +13,7 @@ from .. import facts
 from ..facts import kernel_kinds as kk
 from ..facts.text import us
 from ..facts.budget import FILL_MAX_US
+from ..reader.spans import clipped, merged, total
 from ..reader.trace import ANNOTATION, CPU_OP, DRIVER, RUNTIME, Trace
 from .findings import Context, Finding, Rule, Severity
 from .ledger import Speedup
@@ -271,6 +272,31 @@ def compile_tax(c: Context) -> Finding | None:
 IN_COLLECTIVES_SHARE = 0.5
 
 
+#: the record_function labels CPU backends give their collectives (gloo's "gloo:all_reduce", ...)
+CPU_COLLECTIVE_PREFIXES = ("gloo:", "mpi:", "ucc:")
+
+
+def _in_cpu_collectives(c: Context) -> Finding | None:
+    """A rank with no GPU work whose CPU time is mostly inside a CPU backend's collectives (gloo)."""
+    t, w = c.trace, c.budget.window_us
+    if facts.gpu_work(t) or w <= 0:
+        return None
+    idx = [i for p in CPU_COLLECTIVE_PREFIXES for i in t.indices(prefix=p) if not t.is_gpu(i)]
+    inside = total(clipped(merged((t.ts[i], t.end_of(i)) for i in idx), c.budget.lo, c.budget.hi)) if idx else 0.0
+    if inside < IN_COLLECTIVES_SHARE * w:
+        return None
+    names = sorted({t.name_of(i) for i in idx})
+    ev = [f"{us(inside)} of the {us(w)} window is inside {', '.join(names[:3])} ({inside / w:.0%}); the trace holds "
+          "no GPU work (a CPU backend)",
+          "a collective returns when every rank has entered it: its time holds the wait for the slowest rank as well "
+          "as the transfer, and one rank's trace cannot tell them apart"]
+    f = Finding(RuleId.INSIDE_COLLECTIVES, "Inside collectives: this rank mostly waits for the other ranks or the "
+                "network", Severity.ISSUE, ev,
+                "diagnose the folder of every rank's trace (python -m helpers diagnose FOLDER): it names the rank "
+                "the others wait for, if any")
+    return c.sized(f, inside, "inside the CPU backend's collectives")
+
+
 def _in_collectives(c: Context) -> Finding | None:
     """A rank whose GPU time is mostly in collectives: sent to the folder view, no CPU/GPU verdict."""
     b = c.summary.balance
@@ -296,5 +322,5 @@ def in_collectives(c: Context) -> bool:
 
 
 #: the rules that frame the rest (run first) and the notes on the profiler's own footprints (run last)
-FIRST: list[Rule] = [_not_recorded, _in_collectives, _gpu_behind, _graphs]
+FIRST: list[Rule] = [_not_recorded, _in_collectives, _in_cpu_collectives, _gpu_behind, _graphs]
 LAST: list[Rule] = [_compiled_frames, _occupancy_queries, _profiler_flush, _buffer_request]
