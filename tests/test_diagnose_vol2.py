@@ -42,8 +42,10 @@ def fired(found, rule):
 def test_hidden_sync_names_the_ops_that_waited(found):
     assert fired(found, "hidden-sync") == {tag("train-fp32-foreach-syncs"), tag("input-w0")}
     f = found[tag("train-fp32-foreach-syncs")]["hidden-sync"]
-    # a note: under the profiler the CPU is slow enough that the GPU's queue is short at each wait (255 us in all)
-    assert f.notebook == "12" and f.gain is not None and f.gain.speedup < 1.1
+    # the waits alone are short (255 us in all), but they sit in a 'bookkeeping' block that reading every N steps
+    # removes: 1.20x measured without the profiler (compare_train-step)
+    assert f.notebook == "12" and f.gain is not None and 1.1 < f.gain.speedup < 1.4
+    assert any("'bookkeeping'" in e and "takes along" in e for e in f.evidence)
     assert f.evidence[0].startswith("12 waits for the GPU inside the recorded steps (in 3 of 3 steps)")
     text = "\n".join(f.evidence)
     for op in ("aten::_local_scalar_dense", "aten::is_nonzero", "aten::nonzero", "aten::_to_copy"):
@@ -160,7 +162,7 @@ def test_the_cheat_sheet_lists_every_rule():
         row = next((ln for ln in sheet.splitlines() if f"`{rule}`" in ln), None)
         assert row is not None, rule
         assert re.search(r"\[1[234]\]\(\.\./notebooks/1[234]_", row), row  # the notebook that teaches it
-    assert len(RULES) == 23
+    assert len(RULES) == 24
     for rule in ("cpu-bound", "gpu-bound", "inside-collectives", "communication-bound", "straggler", "low-overlap"):
         assert f"`{rule}`" in sheet, rule
 
