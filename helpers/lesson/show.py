@@ -47,11 +47,25 @@ def code(text: object, width: int | None = None) -> str:
     return f"<code>{html.escape(t)}</code>"
 
 
+class _Markdown:
+    """Markdown that reads as itself where it is not rendered (a terminal, nbconvert to text, a diff of outputs),
+    not as IPython's '<IPython.core.display.Markdown object>'."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def _repr_markdown_(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
 def md(text: str) -> None:
     """Markdown, for reveals whose numbers come from the trace just read."""
-    from IPython.display import Markdown, display
+    from IPython.display import display
 
-    display(Markdown(text))
+    display(_Markdown(text))
 
 
 # Every cell on one line, and the table scrolls sideways when it is wider than the output: a wrapped cell
