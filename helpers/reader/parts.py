@@ -125,38 +125,62 @@ def _status(key: str) -> int:
     return 0
 
 
+def _fork(compute: Any) -> tuple[int, int]:
+    """A forked process that sends ``compute()``'s result, pickled (None where it raised), through a pipe and
+    leaves without running any of this process's clean-up; returns (its pid, the pipe's end to read)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            try:
+                found: Any = compute()
+            except BaseException:  # noqa: BLE001 - whatever it is, the parent does the work itself
+                found = None
+            with os.fdopen(w, "wb") as out:
+                pickle.dump(found, out, protocol=pickle.HIGHEST_PROTOCOL)
+        finally:
+            os._exit(0)
+    os.close(w)
+    return pid, r
+
+
+def _received(fd: int) -> Any:
+    """What a forked process sent through ``fd`` (see :func:`_fork`), or None if nothing usable came."""
+    try:
+        with os.fdopen(fd, "rb") as f:
+            data = f.read()
+        return pickle.loads(data) if data else None
+    except (OSError, pickle.UnpicklingError, EOFError):
+        return None
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+
+
 class _Worker:
     """One forked process reading [start, end) of the text (to the list's end when ``end`` is None)."""
 
     def __init__(self, path: Path, parser: str, start: int, end: int | None) -> None:
         self.start, self.end = start, end
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the worker: read, send, and leave without running any of the parent's clean-up
-            try:
-                os.close(r)
-                base = _peak_growth_start()
-                try:
-                    found: Any = _read_part(path, parser, start, end)
-                    found["peak_bytes"] = _status("VmHWM") - base if base >= 0 else 0
-                except BaseException:  # noqa: BLE001 - whatever it is, the parent reads this part itself
-                    found = None
-                with os.fdopen(w, "wb") as out:
-                    pickle.dump(found, out, protocol=pickle.HIGHEST_PROTOCOL)
-            finally:
-                os._exit(0)
-        os.close(w)
-        self.pid, self.fd = pid, r
+
+        def read() -> dict:
+            base = _peak_growth_start()
+            found = _read_part(path, parser, start, end)
+            found["peak_bytes"] = _status("VmHWM") - base if base >= 0 else 0
+            return found
+
+        self.pid, self.fd = _fork(read)
 
     def result(self) -> dict | None:
         """What the worker read, or None if it could not read its part."""
         try:
-            with os.fdopen(self.fd, "rb") as f:
-                self.fd = -1
-                data = f.read()
-            return pickle.loads(data) if data else None
-        except (OSError, pickle.UnpicklingError, EOFError):
-            return None
+            fd, self.fd = self.fd, -1
+            return _received(fd)
         finally:
             self.reap()
 
@@ -172,10 +196,7 @@ class _Worker:
 
     def reap(self) -> None:
         if self.pid:
-            try:
-                os.waitpid(self.pid, 0)
-            except ChildProcessError:
-                pass
+            _reap(self.pid)
             self.pid = 0
 
 
@@ -322,35 +343,15 @@ def in_child(fn: Any, *args: Any, worth: bool = True) -> Any:
     if not worth or not sys.platform.startswith("linux") or not _alone():
         return lambda: fn(*args)
     try:
-        r, w = os.pipe()
-        pid = os.fork()
+        pid, fd = _fork(lambda: (fn(*args),))
     except OSError:
         return lambda: fn(*args)
-    if pid == 0:
-        try:
-            os.close(r)
-            try:
-                found: Any = (fn(*args),)
-            except BaseException:  # noqa: BLE001 - the parent computes it itself, and meets the error there
-                found = None
-            with os.fdopen(w, "wb") as out:
-                pickle.dump(found, out, protocol=pickle.HIGHEST_PROTOCOL)
-        finally:
-            os._exit(0)
-    os.close(w)
 
     def result() -> Any:
         try:
-            with os.fdopen(r, "rb") as f:
-                data = f.read()
-            found = pickle.loads(data) if data else None
-        except (OSError, pickle.UnpicklingError, EOFError):
-            found = None
+            found = _received(fd)
         finally:
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
+            _reap(pid)
         return found[0] if found is not None else fn(*args)
 
     return result
