@@ -129,10 +129,14 @@ def _diagnose(a: argparse.Namespace) -> int:
     from dataclasses import asdict
 
     if os.path.isdir(a.trace):
-        from .advice.diagnose import text
-        from .advice.distributed import diagnose_ranks
+        from .advice.diagnose import diagnose_folder, folder_text
 
-        found = diagnose_ranks(_ranks(a.trace))
+        d = diagnose_folder(_ranks(a.trace))
+        if a.json:
+            _print_json(d.to_json())
+        else:
+            print(folder_text(d))
+        return 0
     else:
         t = _read(a.trace, _prepare(".advice.diagnose"))
         from .advice.diagnose import diagnose, text

@@ -14,15 +14,21 @@ facts it builds on, this module imports no torch.
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
+
 from .. import facts
+from ..facts.ranks import Ranks
+from ..reader.source import TraceError
+from ..reader.trace import read_trace
 from . import cpu_rules, gpu_rules, trace_rules
-from .distributed import trace_rules as rank_rules
+from .distributed import diagnose_ranks, trace_rules as rank_rules
 from .findings import Context, Finding, Rule, Severity, rank
 from .gpu_rules import CDIST_DOCS, SPIKE_BYTES, SPIKE_SHARE
 from .rulebook import RuleId
 from ..reader.trace import Trace
 
-__all__ = ["CDIST_DOCS", "Finding", "RULES", "SPIKE_BYTES", "SPIKE_SHARE", "Severity", "diagnose", "first_line",
+__all__ = ["CDIST_DOCS", "Finding", "FolderDiagnosis", "RULES", "RankAlone", "diagnose_folder", "folder_text", "SPIKE_BYTES", "SPIKE_SHARE", "Severity", "diagnose", "first_line",
            "text"]
 
 #: every rule, in the order they claim time: the recording's framing first, then the GPU's wait for the CPU (most
@@ -43,6 +49,50 @@ def diagnose(trace: Trace) -> list[Finding]:
     if any(f.rule == RuleId.INSIDE_COLLECTIVES for f in found):  # the same time, said better for one rank
         found = [f for f in found if f.rule not in (RuleId.COMMUNICATION_BOUND, RuleId.LOW_OVERLAP)]
     return rank(found)
+
+
+@dataclass
+class RankAlone:
+    """One rank's trace diagnosed on its own, beside the folder's findings about the ranks together."""
+
+    rank: int
+    path: str
+    findings: list[Finding]
+
+    def to_json(self) -> dict:
+        return {"rank": self.rank, "path": self.path, "findings": [f.to_json() for f in self.findings]}
+
+
+@dataclass
+class FolderDiagnosis:
+    """A folder of rank traces: the rules about the ranks together, then each rank read alone (the single-trace
+    rules see what the folder's rules do not: a GPU-bound rank, a long synchronize)."""
+
+    together: list[Finding]
+    alone: list[RankAlone]
+
+    def to_json(self) -> dict:
+        return {"together": [f.to_json() for f in self.together], "each_rank": [x.to_json() for x in self.alone]}
+
+
+def diagnose_folder(r: Ranks) -> FolderDiagnosis:
+    """:func:`helpers.advice.distributed.diagnose_ranks` on the folder, and :func:`diagnose` on each rank's file."""
+    alone = []
+    for row in r.ranks:
+        try:
+            alone.append(RankAlone(row.rank, row.path, diagnose(read_trace(row.path))))
+        except TraceError:  # (read once already by read_ranks: changed since) the folder's findings still stand
+            continue
+    return FolderDiagnosis(diagnose_ranks(r), alone)
+
+
+def folder_text(d: FolderDiagnosis) -> str:
+    """The folder's findings, then a line per rank: what its own trace says to look at first."""
+    head = (text(d.together) if d.together else
+            "No rule about the ranks together applies to this folder (no straggler; collectives do not set the pace).")
+    lines = [f"  rank {x.rank} ({os.path.basename(x.path)}): {first_line(x.findings)}" for x in d.alone]
+    return (head + "\n\nEach rank's own trace, read alone (python -m helpers diagnose FILE lists its findings):\n"
+            + "\n".join(lines)) if lines else head
 
 
 def first_line(findings: list[Finding]) -> str:

@@ -59,8 +59,12 @@ def _communication_bound(rows: list[RankRow], folder: bool = True,
           for x in bound]
     remains = {x.rank: max(x.exposed_us - (x.wait_us or 0.0), 0.0) for x in bound}
     if named:
-        ev += [f"{_who(x)}: {us(x.wait_us or 0.0)} of it is waiting for rank {straggler.rank} (see straggler); "
-               f"{us(remains[x.rank])} remains once that wait is gone" for x in bound if x.rank != straggler.rank]
+        ev += [f"{_who(x)}: {us(x.wait_us or 0.0)} of its collective time lies beyond the quickest rank's time in "
+               f"the same collectives (a wait for later ranks, rank {straggler.rank} most often: see straggler); "
+               + (f"{us(remains[x.rank])} of its exposed time lies beyond that wait" if remains[x.rank] > 0 else
+                  "that wait is as long as all of its exposed time, so what the transfer itself costs cannot be "
+                  "read until the straggler is fixed")
+               for x in bound if x.rank != straggler.rank]
         ev += [f"{_who(x)} is the straggler itself: its {us(x.exposed_us)} is the transfer and its own waits"
                for x in bound if x.rank == straggler.rank]
         title = "What remains once the straggler is fixed: collectives that run with no compute beside them"
@@ -157,8 +161,8 @@ def _straggler(r: Ranks) -> "Finding | None":
     # straggler's reason says the same figure); a rank that also waited for someone else is not charged to it
     lateness = statistics.mean(x.wait_us or 0.0 for x in waiting) - (me.wait_us or 0.0)
     before = max(x.window_us for x in r.ranks)
-    f.size(max(lateness, 0.0), before, f"the other ranks' wait for rank {s.rank} in the matched collectives (on "
-           "average, beyond its own)" + (": some of that time their other GPU work ran beside them" if gpu else ""),
+    f.size(max(lateness, 0.0), before, f"how much longer the other ranks spent in the matched collectives than rank "
+           f"{s.rank} did, on average: their wait for it" + (" (some of that time their other GPU work ran beside them)" if gpu else ""),
            _RANK_WINDOW)
     # The job takes as long as its slowest rank, and the others' wait for the straggler is the most that fixing it
     # can save (past that, another rank is the slowest). Where the straggler's own GPU work exceeds the others' by
