@@ -141,7 +141,10 @@ EXTERNAL_FIRST = {
     "hta_nccl_parser_config_nccl_data.json.gz":
         ("tiny-kernels", "3,774 kernels of median 5.7 us, shorter than their 9.2 us launches: the GPU idles in between"),
     "hta_trace_diff_control_control.json.gz": ("low-overlap", "a busy GPU whose collectives run with nothing beside"),
-    "hta_triton_example_triton_example.json.gz": ("compile-tax", "a compiled Triton call; its CPU side outlasts it"),
+    "hta_triton_example_triton_example.json.gz": (("cpu-bound", "compile-tax"),
+                                                  "one compiled Triton call whose CPU side outlasts its 1.8 us kernel: "
+                                                  "the GPU waits for the CPU (most of the call comes before the first "
+                                                  "GPU work, which neither counts)"),
     # a sampled trace (HTA's filter test): collectives alone and the CPU's gaps are each about an eighth of the window,
     # within each other's noise
     **{f"hta_trace_filter/sampled_rank-{r}.json.gz": (("communication-bound", "cpu-bound"), "a sampled trace: "

@@ -196,7 +196,8 @@ def test_pair_on_the_command_line(pair):
             "exposed_us"} <= set(out["ranks"][0])
     found = json.loads(cli("diagnose", pair, "--json").stdout)
     # both ranks' exposed collective time is communication-bound's: low-overlap would claim it again
-    assert {f["rule"] for f in found} == {"communication-bound", "straggler"}
+    assert {f["rule"] for f in found["together"]} == {"communication-bound", "straggler"}
+    assert [x["rank"] for x in found["each_rank"]] == [0, 1]  # and each rank read alone
     text = cli("diagnose", pair).stdout
     assert "Straggler: the other ranks wait for rank 1" in text
 

@@ -21,6 +21,7 @@ from ..reader.trace import CPU_OP, MEMCPY, Trace
 from .findings import IDLE_NOTE, Context, Finding, Rule, Severity
 from .ledger import Side, Speedup
 from .rulebook import RuleId
+from . import trace_rules
 
 TF32_DOCS = "https://docs.pytorch.org/docs/stable/generated/torch.set_float32_matmul_precision.html"
 TF32_NOTE = "https://docs.pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-later-devices"
@@ -286,6 +287,8 @@ def _gpu_bound(c: Context) -> Finding | None:
     left = difference(c.ledger.left(Side.GPU), comm) if comm else c.ledger.left(Side.GPU)
     if not left or b.cpu_paced or b.busy_us < GPU_BOUND_MIN * max(b.window_us - b.filling_us, 1e-9):
         return None  # (a GPU busy a sliver of the window sets no pace: a fragment, or a GPU behind something)
+    if trace_rules.apart(c):
+        return None  # (the CPU's events all end before the GPU's first work: no pace can be read; gpu-behind says so)
     ev = [f"the GPU ran work {us(b.busy_us)} of the {us(b.window_us)} window ({b.share(b.busy_us):.0%}); the CPU's "
           f"own work from the first GPU work on took {us(b.paced_cpu_us)}"]
     shape = roofline.dominant(roofline.roofline(c.trace))

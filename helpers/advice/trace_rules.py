@@ -13,7 +13,7 @@ from .. import facts
 from ..facts import kernel_kinds as kk
 from ..facts.text import us
 from ..facts.budget import FILL_MAX_US
-from ..reader.spans import clipped, merged, total
+from ..reader.spans import clipped, difference, intersection, merged, total
 from ..reader.trace import ANNOTATION, CPU_OP, DRIVER, RUNTIME, Trace
 from .findings import Context, Finding, Rule, Severity
 from .ledger import Speedup
@@ -86,8 +86,12 @@ def _gpu_behind(c: Context) -> Finding | None:
         i = t.launch_of(nxt)
         ev.append(f"the longest stretch: {us(e - s)}, before {t.name_of(nxt)[:60]}, launched by {t.name_of(i)} "
                   f"{us(t.ts[nxt] - t.ts[i])} before it started")
-    last_cpu = max((t.end_of(i) for i in t.indices((CPU_OP, RUNTIME, DRIVER)) if not t.is_gpu(i)), default=None)
-    if last_cpu is not None and last_cpu < e:
+    last_cpu = _last_cpu(c)
+    if apart(c):
+        ev.append(f"the CPU's last op or runtime call ends {us(b.busy[0][0] - last_cpu)} before the GPU's first work "
+                  "starts: the two timelines do not overlap, so this trace cannot say whether the CPU or the GPU sets "
+                  "the pace (record again, the profiler started after warm-up, and check both clocks)")
+    elif last_cpu is not None and last_cpu < e:
         ev.append(f"the CPU's last op or runtime call ends {us(e - last_cpu)} before that work starts: everything "
                   "was queued")
     # the window's start, which no finding claims, said rather than lost (past FILL_MAX_US, the budget takes it for
@@ -100,6 +104,18 @@ def _gpu_behind(c: Context) -> Finding | None:
                 "dependency on another stream or event, a graph's set-up, the recording starting before the GPU was "
                 "free); look at what ran on the GPU before the recording, and at stream and event waits")
     return c.sized(f, b.queued_us, "no GPU work recorded, its next work already launched")
+
+
+def _last_cpu(c: Context) -> float | None:
+    t = c.trace
+    return c.once("last cpu", lambda: max((t.end_of(i) for i in t.indices((CPU_OP, RUNTIME, DRIVER))
+                                           if not t.is_gpu(i)), default=None))
+
+
+def apart(c: Context) -> bool:
+    """Whether the CPU's recorded events all end before the GPU's first work: the timelines do not overlap."""
+    last = _last_cpu(c)
+    return last is not None and bool(c.budget.busy) and last <= c.budget.busy[0][0]
 
 
 def graph_phase(c: Context) -> str | None:
@@ -244,22 +260,30 @@ def compile_tax(c: Context) -> Finding | None:
     if not (cpu and gpu and COMPILE_TAX_FACTOR * statistics.median(gpu) < statistics.median(cpu)):
         return None
     ev = [f"{n} x CompiledFxGraph {h}" for h, n in comp.graph_hashes.items()]
-    ev.append(f"each '{region}' call takes {us(statistics.median(cpu))} on the CPU and launches "
-              f"{us(statistics.median(gpu))} of GPU work (more than {COMPILE_TAX_FACTOR:g}x)")
+    one = len(calls) == 1
+    ev.append((f"the one '{region}' call takes " if one else f"each '{region}' call takes ")
+              + f"{us(statistics.median(cpu))} on the CPU and launches {us(statistics.median(gpu))} of GPU work "
+              f"(more than {COMPILE_TAX_FACTOR:g}x)"
+              + ("; one call is one sample: a loop's later calls may cost less" if one else ""))
+    spans = [(t.ts[i], t.end_of(i)) for i in calls]
+    before = total(intersection(merged(spans), c.budget.filling))
+    if before > 0:  # as cpu-bound: a steady loop's CPU is ahead when a call starts, so no call pays its lead-in
+        ev.append(f"not counted: the {us(before)} of these calls before the first GPU work, while the CPU made its "
+                  "first launch; in a steady loop the CPU is already ahead of the GPU there")
     # What the fix gains is what the same work costs another way (eager, or more of the program in one graph),
     # which a compiled trace does not hold: on the series' 64 x 64 call, eager beat both compiled modes (08).
     ev.append("no gain is sized: what the same work would cost uncompiled, or compiled with more of the program, is "
               "not in this trace (on the series' 64 x 64 call eager was quicker than compiling it, with or without "
               "CUDA graphs: notebook 08)")
     graphs = graph_phase(c) == "replay"
-    f = Finding(RuleId.COMPILE_TAX, "Compiled region costs more CPU time than the GPU work it launches",
-                Severity.ISSUE, ev,
-                "confirm it without the profiler first (torch.utils.benchmark.Timer: the profiler inflates CPU time "
-                "per op), against eager too: on work this small, not compiling may be quickest (notebook 08); then "
-                "compile larger graphs or batch the work"
+    f = Finding(RuleId.COMPILE_TAX, "Launch-bound even compiled: each compiled call costs more CPU time than the GPU "
+                "work it launches", Severity.NOTE if one else Severity.ISSUE, ev,
+                "give each call more work (larger batches, or more of the program in one graph)"
                 + (" (this run replays CUDA graphs already: mode='reduce-overhead' is on)" if graphs else
-                   ", or try mode='reduce-overhead' (CUDA graphs)") + ", and measure")
-    got = c.claimed(f, "the GPU idle during the compiled calls", cpu=[(t.ts[i], t.end_of(i)) for i in calls])
+                   ", or replay it as a CUDA graph (mode='reduce-overhead')")
+                + "; confirm the cost without the profiler first (torch.utils.benchmark.Timer: the profiler inflates "
+                "CPU time per op), against eager too: on work this small, not compiling may be quickest (notebook 08)")
+    got = c.claimed(f, "the GPU idle during the compiled calls", cpu=difference(merged(spans), c.budget.filling))
     if got is not None:
         c.once("compile tax", lambda: got)
     return got
