@@ -381,8 +381,7 @@ def _hidden_sync(c: Context) -> Finding | None:
         what = "the GPU idle in and after the waits and in the blocks around them, waiting for the CPU"
         basis = ("without the waits and the labelled blocks they sit in; the low end: half of that")
     return c.claimed(f, what,
-                     basis + ("; where the CPU sets the pace, the waits themselves leave the step too"
-                              if c.budget.cpu_paced else ""),
+                     basis,
                      cpu=difference(spans, c.budget.filling), cpu_speedup=Speedup.gone(low=2.0),
                      wait=merged((s.start_us, s.start_us + s.dur_us) for s in found))
 

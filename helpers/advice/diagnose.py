@@ -105,12 +105,11 @@ def first_line(findings: list[Finding]) -> str:
 
 
 #: how to read the list, printed under its first line
-LEGEND = ("(issue: a fix can win time back, and its line says how much where the trace can tell; note: worth "
-          "knowing, or a fix that would gain little. The recorded window runs from the first profiler step (or event) to the "
-          "last recorded activity; a finding 'accounts for' the part of it that its time covers (the GPU idle while "
-          "something ran on the CPU, or busy with some work), each microsecond in one finding only. Each gain is "
-          "for its fix alone: fixes together gain less than their gains multiplied, and none takes the step below "
-          "the GPU's own work or the CPU's.)")
+LEGEND = ("(issue: a fix can win time back; its line says how much where the trace can tell. note: worth knowing, "
+          "or a fix that would gain little. The recorded window runs from the first profiler step (or event) to the "
+          "last recorded activity. A finding's share is the part of that window it explains: GPU idle time (the GPU "
+          "waiting while the CPU did something) or GPU busy time; no time is counted in two findings. Each gain is "
+          "for that fix alone: fixes together gain less than their gains multiplied.)")
 
 
 def text(findings: list[Finding]) -> str:

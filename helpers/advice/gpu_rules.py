@@ -72,7 +72,8 @@ def _fp32_gemms(c: Context) -> Finding | None:
         return None
     gemm_total = sum(g.total_us for g in groups)
     ev = [f"{simt.count} GEMM kernels, {us(simt.total_us)} of {us(gemm_total)} GEMM time ({simt.share:.0%}), have "
-          f"names that say float32 on the CUDA cores (SIMT, FFMA), e.g. {short(simt.names[0], 70)}",
+          f"names that say float32 on the CUDA cores ('simt' or 'ffma' in the name: plain float32 multiply-adds, "
+          f"no tensor cores), e.g. {short(simt.names[0], 70)}",
           f"this GPU ({t.device_name}, compute capability {cc[0]}.{cc[1]}) has tensor cores that run TF32, "
           "from compute capability 8.0 on"]
     tf32 = next((g for g in groups if g.math == kk.TF32), None)
@@ -123,8 +124,8 @@ def _pageable_copies(c: Context) -> Finding | None:
     work = [j for j in facts.gpu_work(t) if t.group_of(j) == MEMCPY and t.name_of(j) in names]
     f = Finding(RuleId.PAGEABLE_COPIES, "Copies to the GPU from pageable memory", Severity.ISSUE, ev,
                 "pin the batches (DataLoader(pin_memory=True), which pins in a background thread) and copy with "
-                ".to(device, non_blocking=True), so that the copy goes by DMA without a staging buffer and the CPU "
-                f"need not wait; pinning each tensor yourself costs time too ({PINNED_DOCS}; {sf.SYNC_BEHAVIOUR})")
+                ".to(device, non_blocking=True), so that the GPU's copy engine reads the batch straight from host memory (no "
+                "extra copy into a driver buffer first) and the CPU need not wait; pinning each tensor yourself costs time too ({PINNED_DOCS}; {sf.SYNC_BEHAVIOUR})")
     return c.claimed(f, "the copies from pageable memory, on the GPU",
                      f"the copies {ratio:.1f}x faster from pinned memory ("
                      + ("this trace's pinned copies" if pinned else "the H200 reference set's, notebook 14") + ")",
@@ -303,7 +304,7 @@ def _gpu_bound(c: Context) -> Finding | None:
                    and any(t.indices((CPU_OP,), name=n) for n in ("aten::matmul", "aten::bmm"))
                    and not t.indices((CPU_OP,), contains="scaled_dot_product"))
     f = Finding(RuleId.GPU_BOUND, "GPU-bound: the GPU's kernels set the pace", Severity.NOTE, ev,
-                "look at the longest kernels: how near each comes to the GPU's peaks (the roofline in summarize), "
+                "look at the longest kernels: how near each comes to the GPU's peaks (the roofline table that python -m helpers summarize prints), "
                 "then kernel choice, dtype, shapes, fusion"
                 + ("; if the softmax between matmuls here is attention written out, "
                    "torch.nn.functional.scaled_dot_product_attention runs it as one fused kernel (notebook 10)"

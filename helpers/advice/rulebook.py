@@ -271,8 +271,8 @@ ROWS: tuple[Row, ...] = (
                 "its recorded window or more",
         means="**inside collectives**: a collective's kernel runs until every rank has entered it, so its time "
               "holds the wait for other ranks as well as the transfer; one rank's trace cannot tell them apart, so "
-              'it gets no CPU- or GPU-bound verdict (a rank whose GPU mostly idles, however much of its busy time '
-              'is in collectives, gets the CPU-side findings and the row below)',
+              "it gets no CPU- or GPU-bound verdict. Where collectives fill less than half of the window (the GPU "
+              "idle most of it), the trace is read as any other, and the next row may apply",
         tries="read every rank's trace together (`python -m helpers diagnose FOLDER`): a straggler comes first "
               'there, the rest is worded as what remains once it is fixed',
         rules=(RuleId.INSIDE_COLLECTIVES,), where=None, notebooks=('15',)),

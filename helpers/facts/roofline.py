@@ -469,7 +469,8 @@ def dominant(r: Roofline) -> Dominant | None:
 
 def dominant_text(d: Dominant) -> str:
     """One line on what holds the GPU's time, as diagnose's GPU-bound finding words it."""
-    head = f"by the roofline (summarize), {d.share:.0%} of the kernel time is in "
+    head = (f"by the roofline (each kernel's rate against the GPU's peaks, as python -m helpers summarize prints "
+            f"it), {d.share:.0%} of the kernel time is in ")
     most = f"{1 / d.of_roof:.2g}x" if d.of_roof > 0 else "-"
     if d.bound == MEMORY_BOUND:
         return (head + f"memory-bound kernels, at a median {d.of_roof:.0%} of the memory roof at their intensity "

@@ -10,6 +10,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from ..facts.measure import Status
+
 
 def answer_text(a: Any, unit: str | None, choices: list[str] | None) -> str:
     """An answer as locked: ``3 spans``, never ``3.0 spans`` for a whole number."""
@@ -28,7 +30,13 @@ def reveal_box(qid: str, answer: Any, o: Any, unit: str | None = None, choices: 
         trace = html.escape(f"{o.actual:.3g}" + (f" {unit}" if unit and choices is None else ""))
     else:
         trace = html.escape(answer_text(o.actual, unit, choices))
-    first = (f"You said <b>{said}</b>" if said else "") + (f"; the trace says <b>{trace}</b>" if trace else "")
+    if getattr(o, "status", None) == Status.INCONCLUSIVE and said and trace:
+        # an ungraded answer: say why, even where the median agrees with it
+        first = (f"You said <b>{said}</b>; the measurement points to <b>{trace}</b> too, but its spread reaches "
+                 "past that choice's edge" if said == trace else
+                 f"You said <b>{said}</b>; the measurement points to <b>{trace}</b>, with a spread too wide to tell")
+    else:
+        first = (f"You said <b>{said}</b>" if said else "") + (f"; the trace says <b>{trace}</b>" if trace else "")
     fold = (f"<details style='margin-top:4px'><summary style='color:#555'>How this was measured</summary>"
             f"<div style='color:#555'>{o.details}</div></details>" if o.details else "")
     return (f"<div class='reveal' data-qid='{html.escape(qid)}' style='border-left:4px solid {o.color};"

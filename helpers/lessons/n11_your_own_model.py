@@ -254,10 +254,14 @@ def external(other) -> None:
                  f" diagnose's first finding is <b>{found[0].title}</b>: a one-time cost, whose removal shortens the "
                  "recording rather than the step." if g is not None and g.of != "the step" else
                  f" diagnose's first finding, the one whose fix should gain the most, is <b>{found[0].title}</b>.")
+        lead = (b.busy[0][0] - b.lo) if b.busy else 0.0
+        side = ("the CPU's own work outlasts the GPU's" if b.paced_cpu_us > b.busy_us else
+                "the GPU's work outlasts the CPU's own")
         return widgets.verdict(
-            answer == v, f"On the trace's timeline the GPU ran work {us(b.busy_us)} of the {us(b.window_us)} window and "
-            f"waited for the CPU {us(b.waiting_for_cpu_us + b.filling_us)}; the CPU's own work took "
-            f"{us(b.paced_cpu_us)}: <b>{v}</b>.{first} Read the findings above for the evidence.", actual=v)
+            answer == v, f"The GPU ran work {us(b.busy_us)} of the {us(b.window_us)} window. Its first work came "
+            f"{us(lead)} into the window; from then on the CPU's own work (its ops and calls, not counting its waits "
+            f"for the GPU) took {us(b.paced_cpu_us)}: {side}, so <b>{v}</b>.{first} Read the findings above for "
+            "the evidence.", actual=v)
 
     widgets.ask("11.external", "Is that AlexNet benchmark trace CPU-bound or GPU-bound?",
                 choices=VERDICT_CHOICES, default="GPU-bound", reveal=reveal)
