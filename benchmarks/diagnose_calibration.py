@@ -132,6 +132,8 @@ def main() -> int:
     missed = [r for r in timed if not r.within]
     print(f"{len(timed) - len(missed)} of {len(timed)} timed fixes within a factor of {TARGET:g}; "
           f"{sum(r.inside for r in timed)} of {len(timed)} inside the printed range")
+    print("(measured: the median of the timed runs before the fix over the median after; the notebooks quote the "
+          "median of the round-by-round ratios of the same runs, which can differ by a few percent)")
     rest = [r for r in got if r.fix.group is None]
     if rest:  # shown apart and not counted: no unprofiled timing measures them
         print("\nnot timed without the profiler (the recorded windows before and after the fix, profiled both; "
