@@ -224,6 +224,10 @@ def why(k: Key) -> str:
     rules = [x.rule for x in k.findings]
     others = [x for x in k.findings[1:] if x.severity == Severity.ISSUE]
     out = []
+    if f.rule == RuleId.HIDDEN_SYNC and RuleId.GPU_BOUND in rules:  # first: it reconciles the two answers
+        out.append("GPU-bound and a CPU-side fix do not contradict each other: the GPU's kernels set the pace over the "
+                   "step, yet after each wait the GPU idles until the CPU launches again, and that idle time is what "
+                   "removing the waits wins back (the GPU-bound note names no fix).")
     if f.gain is not None and f.severity == Severity.ISSUE:
         rest = ("; the other issues' fixes: " + ", ".join(
             x.rule + (f" (about {x.gain.speedup:.2g}x)" if x.gain is not None else "") for x in others)
@@ -269,9 +273,6 @@ def why(k: Key) -> str:
                   "cores)" if f.rule == RuleId.FP32_GEMM and {roofline.ROOF_TF32, roofline.ROOF_16, roofline.ROOF_FP32}
                   <= set(roofs) else "")
         out.append(f"The GPU sets the pace here (GPU-bound), so faster GPU work shortens the step{faster}.")
-    if f.rule == RuleId.HIDDEN_SYNC and RuleId.GPU_BOUND in rules:
-        out.append("The GPU's kernels set the pace, yet after each wait the GPU idles until the CPU launches again: "
-                   "an issue whose fix gains time ranks before the GPU-bound note, which names no fix.")
     if f.rule == RuleId.STRAGGLER:
         out.append("The other rank's collectives last longer by about the late rank's delay: that wait is the time "
                    "to win back, on the late rank.")
