@@ -346,19 +346,27 @@ def _hidden_sync(c: Context) -> Finding | None:
         head = f"{len(found)} waits for the GPU in the trace (it has no profiler steps to place them in)"
     ev = [head + f", {us(sum(s.dur_us for s in found))} in the calls that wait"]
     ev += [_group_text(groups[k], idle_of[k]) for k in ordered[:5]]
-    tips = []
-    causes = {s.cause_op for s in found}
-    if "aten::_local_scalar_dense" in causes or "aten::is_nonzero" in causes:
-        tips.append("keep values such as the loss on the GPU and read them (.item()) every N steps, not every step; "
+    # the tips in the order of the groups' cost: the costliest waits' fix first
+    tips: list[str] = []
+
+    def tip(s: sf.Sync) -> str | None:
+        if s.cause_op in ("aten::_local_scalar_dense", "aten::is_nonzero"):
+            return ("keep values such as the loss on the GPU and read them (.item()) every N steps, not every step; "
                     "decide with tensor ops (torch.where) instead of `if tensor:`")
-    if "aten::nonzero" in causes or "aten::masked_select" in causes:
-        tips.append("replace boolean-mask indexing, whose output size only the GPU knows, by fixed-size ops "
+        if s.cause_op in ("aten::nonzero", "aten::masked_select"):
+            return ("replace boolean-mask indexing, whose output size only the GPU knows, by fixed-size ops "
                     "(torch.where, multiplying by the mask)")
-    if any(s.copy and sf._host_memory(s.copy) is not None for s in found):
-        tips.append("copy to the GPU from pinned memory with .to(device, non_blocking=True)")
-    if any(s.copy and sf._is_to_host(s.copy) for s in found):
-        tips.append("copy results to the CPU less often, or into pinned memory with non_blocking=True and read them "
+        if s.copy and sf._host_memory(s.copy) is not None:
+            return ("copy to the GPU from pinned memory with .to(device, non_blocking=True); make constants such as "
+                    "torch.tensor(list, device=...) once, before the loop")
+        if s.copy and sf._is_to_host(s.copy):
+            return ("copy results to the CPU less often, or into pinned memory with non_blocking=True and read them "
                     "after a later synchronize")
+        return None
+    for k in ordered:
+        t_ = tip(groups[k][0])
+        if t_ is not None and t_ not in tips:
+            tips.append(t_)
     tips.append(f"torch.cuda.set_sync_debug_mode('warn') names each line that synchronizes ({SYNC_DEBUG}; "
                 f"when a copy call waits: {sf.SYNC_BEHAVIOUR})")
     where = " inside the step" if c.summary.steps else ""  # no steps: no step to say it is in

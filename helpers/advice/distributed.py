@@ -79,7 +79,7 @@ def _communication_bound(rows: list[RankRow], folder: bool = True,
                  f"pass: {_DDP}); send fewer or larger messages")
     worst = max(bound, key=lambda x: remains[x.rank] if named else x.exposed_us)
     f.size(remains[worst.rank] if named else worst.exposed_us, worst.window_us,
-           "collective time with no compute beside it" + (", beyond the wait for the straggler" if named else ""),
+           "collective time with no compute beside it" + (", beyond its wait for later ranks" if named else ""),
            _RANK_WINDOW)
     if f.share is not None:
         who = remains[worst.rank] if named else worst.exposed_us
@@ -160,10 +160,19 @@ def _straggler(r: Ranks) -> "Finding | None":
     # what the others wait for it: their time inside the matched collectives beyond its own, on average (the
     # straggler's reason says the same figure); a rank that also waited for someone else is not charged to it
     lateness = statistics.mean(x.wait_us or 0.0 for x in waiting) - (me.wait_us or 0.0)
+    # ... but only the part that this rank alone causes: where it enters last, how long after the next-latest rank
+    # (with it on time, the others would still wait for that one). Where other ranks are late too, this is less.
+    alone = [m.starts_us[k] - max(v for j, v in enumerate(m.starts_us) if j != k) for m in r.matched
+             if len(m.starts_us) > 1 and m.starts_us[k] >= max(m.starts_us)]
+    alone_us = sum(alone)
+    if alone_us < 0.9 * lateness:
+        ev.append(f"in the {len(alone)} matched collectives rank {s.rank} entered last, it came {us(alone_us)} in all "
+                  f"after the next-latest rank: that much of the others' wait is for rank {s.rank} alone; the rest "
+                  f"({us(max(lateness - alone_us, 0.0))} on average) is for other ranks that were late too")
+        lateness = alone_us
     before = max(x.window_us for x in r.ranks)
-    f.size(max(lateness, 0.0), before, f"how much longer the other ranks spent in the matched collectives than rank "
-           f"{s.rank} did, on average: their wait for it" + (" (some of that time their other GPU work ran beside them)" if gpu else ""),
-           _RANK_WINDOW)
+    f.size(max(lateness, 0.0), before, f"the other ranks' wait for rank {s.rank} alone in the matched collectives"
+           + (" (some of that time their other GPU work ran beside them)" if gpu else ""), _RANK_WINDOW)
     # The job takes as long as its slowest rank, and the others' wait for the straggler is the most that fixing it
     # can save (past that, another rank is the slowest). Where the straggler's own GPU work exceeds the others' by
     # enough to explain that wait, the fix removes the smaller of the two; where it does not, the trace does not
@@ -178,8 +187,8 @@ def _straggler(r: Ranks) -> "Finding | None":
         f.gain = Gain(before / (before - cut), before / (before - cut / 2), before / (before - cut),
                       f"the job takes as long as its slowest rank (its recorded window, {us(before)}): without rank "
                       f"{s.rank}'s extra GPU work ({us(excess)} more than the others' median), the others wait "
-                      f"{us(cut)} less (their wait, {us(lateness)}, is the most it can save; half of it for the low "
-                      "end)")
+                      f"{us(cut)} less (their whole wait, {us(lateness)}, is the most any fix of it can save); the "
+                      f"low end: half of that {us(cut)}")
         return f
     if not gpu:
         why = (f"the trace holds no GPU work (the ranks ran on CPUs): what delays rank {s.rank} is in its time before "

@@ -124,8 +124,9 @@ def _pageable_copies(c: Context) -> Finding | None:
     work = [j for j in facts.gpu_work(t) if t.group_of(j) == MEMCPY and t.name_of(j) in names]
     f = Finding(RuleId.PAGEABLE_COPIES, "Copies to the GPU from pageable memory", Severity.ISSUE, ev,
                 "pin the batches (DataLoader(pin_memory=True), which pins in a background thread) and copy with "
-                ".to(device, non_blocking=True), so that the GPU's copy engine reads the batch straight from host memory (no "
-                "extra copy into a driver buffer first) and the CPU need not wait; pinning each tensor yourself costs time too ({PINNED_DOCS}; {sf.SYNC_BEHAVIOUR})")
+                ".to(device, non_blocking=True), so that the GPU's copy engine reads the batch straight from host "
+                "memory (no extra copy into a driver buffer first) and the CPU need not wait; pinning each tensor "
+                f"yourself costs time too ({PINNED_DOCS}; {sf.SYNC_BEHAVIOUR})")
     return c.claimed(f, "the copies from pageable memory, on the GPU",
                      f"the copies {ratio:.1f}x faster from pinned memory ("
                      + ("this trace's pinned copies" if pinned else "the H200 reference set's, notebook 14") + ")",
@@ -345,7 +346,7 @@ def _math_attention(c: Context) -> Finding | None:
     lanes = c.budget.launchers
     cpu = total(intersection(c.budget.cpu_work, merged((t.ts[i], t.end_of(i)) for i in calls
                                                         if not lanes or t.lane[i] in lanes)))
-    return c.claimed(f, "the math backend's GPU work",
+    return c.claimed(f, "the math backend's GPU work, and the GPU's idle time inside its calls",
                      f"the fused backends ran the same attention {FUSED_ATTENTION.low:g}x to {FUSED_ATTENTION.high:g}x "
                      f"faster by GPU time per call, and {FUSED_ATTENTION_CPU:g}x quicker on the CPU, on the H200 "
                      "reference set (notebook 10)",

@@ -195,14 +195,16 @@ def _profiler_flush(c: Context) -> Finding | None:
     idle = cs.idle_share
     ev = [f"last {cs.name} took {us(cs.dur_us)} ({cs.dur_us / w:.0%} of the window)"
           + (f", GPU idle for {idle:.0%} of it" if idle is not None else "")]
-    if idle is not None and idle < 0.5:
-        meaning = ("the GPU was busy for most of it: the CPU had run ahead and waited for queued work; that wait is "
-                   "real GPU time, not the profiler's")
-    else:
-        meaning = ("the GPU was idle for most of it, so the time did not go to waiting for kernels: it is not your "
-                   "GPU work; one hypothesis is the profiler's own work as it stops")
+    if idle is not None and idle < 0.5:  # the CPU waits for the user's own queued kernels: their time counts
+        return Finding(RuleId.PROFILER_FLUSH, "Long synchronize at the end: the CPU waits there for the GPU's "
+                       "queued work", Severity.NOTE, ev,
+                       "the profiler synchronizes before it stops, and the GPU was busy for most of that wait: the CPU "
+                       "had run ahead, and the wait is your own kernels finishing; count that GPU work as the step's "
+                       "(the GPU-side findings do), not the CPU's wait")
     return Finding(RuleId.PROFILER_FLUSH, "Long synchronize at the end: the profiler's own synchronize before it stops",
-                   Severity.NOTE, ev, f"do not count it against your code: {meaning}")
+                   Severity.NOTE, ev,
+                   "do not count it against your code: the GPU was idle for most of it, so the time did not go to "
+                   "waiting for kernels; one hypothesis is the profiler's own work as it stops")
 
 
 def _buffer_request(c: Context) -> Finding | None:

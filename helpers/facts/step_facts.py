@@ -91,7 +91,8 @@ SYNC_CAUSES = {
     "aten::nonzero": "a boolean mask (x[mask]) or nonzero(), whose output size only the GPU knows",
     "aten::masked_select": "masked_select, whose output size only the GPU knows",
     "aten::_local_scalar_dense": ".item() (or float(t), int(t)): a Python number from a GPU tensor",
-    "aten::_to_copy": "a copy between CPU and GPU: .cpu(), .cuda(), .to(...), .numpy(), .tolist()",
+    "aten::_to_copy": "a copy between CPU and GPU: .cpu(), .cuda(), .to(...), .numpy(), .tolist(), or "
+                      "torch.tensor(data, device=...) from Python data",
     "aten::copy_": "a copy between CPU and GPU with copy_",
 }
 
