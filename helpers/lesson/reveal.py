@@ -36,7 +36,8 @@ def reveal_box(qid: str, answer: Any, o: Any, unit: str | None = None, choices: 
                  "past that choice's edge" if said == trace else
                  f"You said <b>{said}</b>; the measurement points to <b>{trace}</b>, with a spread too wide to tell")
     else:
-        first = (f"You said <b>{said}</b>" if said else "") + (f"; the trace says <b>{trace}</b>" if trace else "")
+        by = getattr(o, "said_by", "the trace")
+        first = (f"You said <b>{said}</b>" if said else "") + (f"; {by} says <b>{trace}</b>" if trace else "")
     fold = (f"<details style='margin-top:4px'><summary style='color:#555'>How this was measured</summary>"
             f"<div style='color:#555'>{o.details}</div></details>" if o.details else "")
     return (f"<div class='reveal' data-qid='{html.escape(qid)}' style='border-left:4px solid {o.color};"

@@ -69,6 +69,8 @@ class Outcome:
     body: str = ""
     details: str = ""
     color: str = "#555"
+    #: who says what the answer is, on the reveal's first line: the trace, or a timing made without the profiler
+    said_by: str = "the trace"
 
     @property
     def hit(self) -> bool | None:
@@ -410,7 +412,8 @@ def _try_again(qid: str, prompt: str, reveal: Reveal, choices: list[str] | None,
     _display(_box([button, out]))
 
 
-def verdict(hit: bool | None, explanation: str, actual: Any = None, *, details: str | None = None) -> Outcome:
+def verdict(hit: bool | None, explanation: str, actual: Any = None, *, details: str | None = None,
+            said_by: str = "the trace") -> Outcome:
     """Say whether the prediction held, and why; returns the :class:`Outcome` for the reveal to return.
 
     ``explanation`` is HTML, shown as it is: every value in it that comes from
@@ -425,6 +428,7 @@ def verdict(hit: bool | None, explanation: str, actual: Any = None, *, details: 
     class "most of you said X; the trace says Y". Without it the journal
     records the answer and the verdict only. ``hit`` None: no right or wrong.
     ``details`` (HTML): the measurement's details (spread, tolerance, provenance, caveats), folded.
+    ``said_by``: what the answer comes from, as the first line names it ("the trace", "the timing").
     The reveal shows the box once it returns (:func:`reveal_box`).
     """
     if hit is None:
@@ -434,9 +438,10 @@ def verdict(hit: bool | None, explanation: str, actual: Any = None, *, details: 
         head = "<b>&#10004; Your prediction held.</b>"
         color = "#1a7f37"
     else:
-        head = "<b>&#10008; Not what the trace shows: the mismatch is the lesson.</b>"
+        head = f"<b>&#10008; Not what {said_by} shows: the mismatch is the lesson.</b>"
         color = "#b35900"
-    return Outcome(Status.of(hit), actual, head=head, body=explanation, details=details or "", color=color)
+    return Outcome(Status.of(hit), actual, head=head, body=explanation, details=details or "", color=color,
+                   said_by=said_by)
 
 
 def inconclusive(explanation: str, actual: Any = None, *, recorded: str | None = None, rerun: bool = True) -> Outcome:
@@ -464,7 +469,8 @@ def grade(g: Any, explanation: str, *, recorded: str | None = None, live: bool =
     why = html.escape(g.why[:1].upper() + g.why[1:])
     if not g.conclusive:
         return inconclusive(f"{why}. {explanation}", actual=g.actual, recorded=recorded, rerun=live)
-    return verdict(g.hit, explanation, actual=g.actual, details=f"{why}." + (f"<br>{recorded}" if recorded else ""))
+    return verdict(g.hit, explanation, actual=g.actual, details=f"{why}." + (f"<br>{recorded}" if recorded else ""),
+                   said_by="the timing")
 
 
 def _can_rerun() -> bool:

@@ -29,7 +29,7 @@ from helpers.lesson import perfetto
 NOTEBOOK = "01_setting_up_the_profiler.ipynb"
 QUESTION = "01.steps"  # the first ask() in notebook 01
 ANSWER = "3: #2 to #4"  # the right answer: wait=1, warmup=1, active=3 keeps steps #2 to #4
-VERDICTS = re.compile(r"Your prediction held|Not what the trace shows")
+VERDICTS = re.compile(r"Your prediction held|Not what the (trace|timing) shows")
 PERFETTO = "https://ui.perfetto.dev"
 
 KERNEL_START_MS = 90_000  # a cold kernel imports torch: seconds, more on a busy machine
