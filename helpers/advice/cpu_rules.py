@@ -526,14 +526,21 @@ def _cpu_bound(c: Context) -> Finding | None:
     if per_step is not None and per_step <= FEW_LAUNCHES:
         # nothing to fuse: a compiled call's own CPU cost can outweigh the launches it saves (notebook 08 measures it)
         speedup = None
-        ev.append(f"each step runs {per_step:.3g} piece{'s' if per_step != 1 else ''} of GPU work: fusing them or a CUDA graph removes a launch or "
-                  "two, while a compiled call has a CPU cost of its own, so no gain is sized here; what such a step "
+        ev.append(f"each step runs {per_step:.3g} piece{'s' if per_step != 1 else ''} of GPU work: fusing them or "
+                  "a CUDA graph removes a launch or two, while a compiled call has a CPU cost of its own, so no gain is sized here; what such a step "
                   "can take is more work per launch (a larger batch or tensors)")
+    basis = ("if a fix halved the CPU's work between launches (how much fusion, CUDA graphs or larger batches "
+             "remove depends on the model); at best the step runs at the GPU's pace")
+    x = loading(c)
+    if x is not None and x.workers and not x.single:
+        basis += "; unless the DataLoader's workers then set it (below)"
+        # the workers' pace is not in the trace: once the main process is quicker, they may set the step's (notebook
+        # 16's fixed loop: its input alone took longer than the whole step, timed without the model)
+        ev.append("the DataLoader's workers make the batches in other processes, outside this trace: how fast they "
+                  "do is not here, and once the main process is quicker they may set the pace instead (time the "
+                  "loop without the model to know, as notebook 16 does)")
     f = Finding(rule, title, severity, ev, advice)
-    return c.claimed(f, "the GPU idle while the CPU launched the next work",
-                     "if a fix halved the CPU's work between launches (how much fusion, CUDA graphs or larger batches "
-                     "remove depends on the model); at best the step runs at the GPU's pace",
-                     cpu=left, cpu_speedup=speedup)
+    return c.claimed(f, "the GPU idle while the CPU launched the next work", basis, cpu=left, cpu_speedup=speedup)
 
 
 #: in the order they claim the GPU's idle time: the most specific cause first, the rest last

@@ -72,7 +72,8 @@ class Finding:
         """'62% of the recorded window: the GPU idle', or '' when the finding cannot size itself."""
         if self.share is None:
             return ""
-        return f"{self.share:.0%} of {self.base}" + (f": {self.of}" if self.of else "")
+        pct = "under 1%" if 0 < self.share < 0.005 else f"{self.share:.0%}"  # (a "0%" reads as none at all)
+        return f"{pct} of {self.base}" + (f": {self.of}" if self.of else "")
 
     @property
     def expected_speedup(self) -> float | None:

@@ -65,6 +65,9 @@ class Gain:
                     f"{times(self.high)} were the GPU to set the pace, as it may without the profiler")
         span = f" ({times(self.low)} to {times(self.high)})" if self.high / self.low > 1.1 else ""
         if self.of != "the step":
+            if self.high / self.low > 10:  # a one-time cost's range this wide says only its low end usefully
+                return (f"without it {self.of} should be at least {times(self.low)} shorter (up to "
+                        f"{times(self.high)} were all of it gone: a figure for this recording only)")
             return f"without it {self.of} should be about {times(self.speedup)} shorter{span}"
         return f"fixing this should make the step about {times(self.speedup)} faster{span}"
 

@@ -109,10 +109,12 @@ def compile_blocks(eager, compiled, timed) -> None:
         prof_choice = measure.bucket(c / e, EDGES, CHOICES)
         ge, gc = gpu_calls.per_call(eager), gpu_calls.per_call(compiled)
         ne, nc = (sum(facts.work_per_call(r.trace).values()) for r in (eager, compiled))
+        mc, me = timed.spread('compiled').median, timed.spread('eager').median
         return widgets.grade(
             g, f"Without the profiler ({timed.source}), one compiled call costs <b>{_fmt_x(ratio.median)}</b> the CPU "
-            f"time of an eager one ({us(timed.spread('compiled').median)} against {us(timed.spread('eager').median)}"
-            f", the ratio taken round by round). In the traces: {us(c)} against {us(e)} ({c / e:.2f}x, "
+            f"time of an eager one ({us(mc)} against {us(me)}, the medians of each; the {_fmt_x(ratio.median)} is "
+            f"the median of the ratios taken round by round, which need not equal the ratio of the two medians, "
+            f"{_fmt_x(mc / me)}). In the traces: {us(c)} against {us(e)} ({c / e:.2f}x, "
             f"{min(eager.cpu_per_call.n, compiled.cpu_per_call.n)} steady steps each: shown, not graded), "
             + _shared.profiled_says(prof_choice, g, "the profiler stretched the two differently (the table's fourth "
                                     "column)")
