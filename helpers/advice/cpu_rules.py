@@ -483,7 +483,7 @@ def _cpu_bound(c: Context) -> Finding | None:
     gaps = [e - s for s, e in b.waiting_for_cpu]
     claimed = b.waiting_for_cpu_us - total(intersection(left, b.waiting_for_cpu))
     ev = [f"in all the GPU waited for the CPU {us(b.waiting_for_cpu_us)} of the {us(b.window_us)} window "
-          f"({b.share(b.waiting_for_cpu_us):.0%}), in {len(gaps):,} gap{'s' if len(gaps) != 1 else ''}"
+          f"({b.share(b.waiting_for_cpu_us):.0%}), in {len(gaps):,} gap{'s' if len(gaps) != 1 else ''} before work not yet launched"
           + (f" ({sum(1 for g in gaps if 100 <= g < 1000):,} of them 0.1 to 1 ms)" if len(gaps) > 20 else "")
           + (f"; the other findings claim {us(claimed)} of it, this one the {us(total(left))} no cause explains"
              if claimed > 0.01 * b.window_us else ""),

@@ -24,6 +24,7 @@ from ..advice import diagnose
 from ..facts import measure, python_lines, step_facts, kernel_kinds as kk
 from ..lesson import plots, show, spoilers, widgets
 from ..reader.categories import DRIVER, RUNTIME
+from ..reader.spans import difference, merged, total as span_total
 from ..runs.comparisons import Comparison, Member
 from ..facts.measure import Spread
 from ..runs.mode import environment
@@ -152,6 +153,8 @@ def wait_sites(run) -> tuple[list[WaitSite], int]:
     src = _source()
     calls = sorted(t.indices((RUNTIME, DRIVER)), key=lambda i: t.ts[i])
     sites: dict[tuple, WaitSite] = {}
+    # the next batch's loading is the DataLoader's time, not the wait's: left out of the idle after it
+    loading = merged((x.start_us, x.start_us + x.dur_us) for x in step_facts.dataloader_spans(t))
     for s in step_facts.hidden_syncs(t):
         here = _calls_in(t, s.start_us, s.start_us + s.dur_us, calls)
         sync = [i for i in here if kk.is_synchronize(t.name_of(i))] or here
@@ -164,7 +167,9 @@ def wait_sites(run) -> tuple[list[WaitSite], int]:
             sites[key] = WaitSite(o.frame, o.call, s.op, list(s.calls), lines, [], [])
         sites[key].waits.append(s.dur_us)
         if s.gpu_idle_after_us is not None:
-            sites[key].idle_after.append(s.gpu_idle_after_us)
+            end = s.start_us + s.dur_us
+            after = [(end, end + s.gpu_idle_after_us)]
+            sites[key].idle_after.append(span_total(difference(after, loading)))
     return list(sites.values()), len(facts.steps(t))
 
 
@@ -213,8 +218,7 @@ def waits(slow) -> None:
                                            title=f"{slow.tag}: one step (the GPU lane is at the bottom)"))
         show.table(rows, ["line(s)", "code", "the trace's frames", "op around the wait", "runtime calls", "waits per step",
                           "each wait (median)",
-                          "GPU idle after it, to its next work (median; whatever the CPU did next, the next "
-                          "batch included)"])
+                          "GPU idle after it, to its next work, the DataLoader's time left out (median)"])
         frame = sites[0].frame if sites else None
         longest = max(sites, key=lambda s: statistics.median(s.waits)) if sites else None
         how = ""
