@@ -42,13 +42,8 @@ class Source:
         self.plain = False  # not gzip, UTF-8 without a byte order mark: an offset in the text is one in the file
 
 
-def open_text(path: Path, beside: Callable[[int], bool] | None = None
-              ) -> tuple[Iterator[bytes], Callable[[], None], Source]:
-    """The file's JSON text as UTF-8 blocks, a function that closes the file, and what the text comes from.
-
-    ``beside(size)``: whether a gzip file whose text is ``size`` bytes may be un-gzipped by a forked process
-    (:func:`_gunzip_beside`); None: never.
-    """
+def open_text(path: Path) -> tuple[Iterator[bytes], Callable[[], None], Source]:
+    """The file's JSON text as UTF-8 blocks, a function that closes the file, and what the text comes from."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -62,7 +57,7 @@ def open_text(path: Path, beside: Callable[[int], bool] | None = None
     except OSError as e:
         raise TraceError(f"{path}: cannot be read ({e.strerror or e})") from None
     source = Source(st.st_size if stat.S_ISREG(st.st_mode) else 0)
-    blocks = _utf8(path, _raw_blocks(path, f, source, beside), source)
+    blocks = _utf8(path, _raw_blocks(path, f, source), source)
 
     def close() -> None:
         blocks.close()
@@ -100,8 +95,7 @@ def _open_pipe(path: Path) -> Any:
         raise
 
 
-def _raw_blocks(path: Path, f: Any, source: Source, beside: Callable[[int], bool] | None = None
-                ) -> Iterator[bytes]:
+def _raw_blocks(path: Path, f: Any, source: Source) -> Iterator[bytes]:
     """The file's bytes, un-gzipped when they are gzip, about BLOCK bytes at a time."""
     try:
         first = f.read(BLOCK)
@@ -114,9 +108,9 @@ def _raw_blocks(path: Path, f: Any, source: Source, beside: Callable[[int], bool
                 yield block
                 block = f.read(BLOCK)
             return
-        child = _gunzip_beside(path, f, first, source, beside) if beside is not None else None
-        if child is not None:
-            yield from child
+        beside = _gunzip_beside(path, f, first, source)
+        if beside is not None:
+            yield from beside
             return
         yield from _gunzip(path, f, first)
     except OSError as e:
@@ -173,24 +167,24 @@ def _gunzip(path: Path, f: Any, first: bytes) -> Iterator[bytes]:
         raise TraceError(f"{path}: cannot be read ({e.strerror or e})") from None
 
 
-def _gunzip_beside(path: Path, f: Any, first: bytes, source: Source, worth: Callable[[int], bool]
-                   ) -> Iterator[bytes] | None:
+def _gunzip_beside(path: Path, f: Any, first: bytes, source: Source) -> Iterator[bytes] | None:
     """The un-gzipped bytes, un-gzipped by a forked process while this one decodes them; None where not worth it.
 
     Un-gzipping takes about a third of a one-process read of a large gzip trace; beside the decoding, on a core of
-    its own, it costs this process only the pipe. Where ``worth`` of the text's size (the gzip trailer's) says no
-    (forking is not safe, the text is small: the reader asks :func:`helpers.reader.parts.processes`), None: the
-    caller un-gzips. Whatever the child meets (a damaged
+    its own, it costs this process only the pipe. Where forking is not safe or the text is small (the gzip trailer's
+    size, :func:`helpers.reader.parts.processes`), None: the caller un-gzips. Whatever the child meets (a damaged
     stream, too much expansion) is raised here, at the same place in the text and in the same words; a child that
     dies is replaced by un-gzipping here, from the byte it had reached.
     """
+    from . import parts  # (parts imports this module)
+
     if source.size < 18:
         return None
     try:
         text_size = int.from_bytes(os.pread(f.fileno(), 4, source.size - 4), "little")  # ISIZE, mod 2**32
     except (OSError, AttributeError, ValueError):
         return None
-    if not worth(text_size):
+    if parts.processes(path, text_size) < 2:
         return None
     try:
         data_r, data_w = os.pipe()

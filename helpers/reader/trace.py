@@ -518,8 +518,7 @@ def read_trace(path: str | os.PathLike, parser: str | None = None,
     if isinstance(path, str) and not path:  # Path("") is ".", the folder this runs in: say what is wrong instead
         raise TraceError("no trace named: the path given is empty (give a .json or .json.gz file)")
     path = Path(path)
-    # a large gzip file: un-gzipped by a forked process beside the decoding, where parts would fork workers
-    blocks, close, source = open_text(path, beside=lambda size: trace_parts.processes(path, size) > 1)
+    blocks, close, source = open_text(path)
     parser = parser or PARSER
     collect = gc.isenabled()
     gc.disable()  # millions of objects that die young: no cycles to look for among them
