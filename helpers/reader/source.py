@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import codecs
 import os
-import pickle
 import select
-import signal
 import stat
 import zlib
 from pathlib import Path
@@ -108,18 +106,6 @@ def _raw_blocks(path: Path, f: Any, source: Source) -> Iterator[bytes]:
                 yield block
                 block = f.read(BLOCK)
             return
-        beside = _gunzip_beside(path, f, first, source)
-        if beside is not None:
-            yield from beside
-            return
-        yield from _gunzip(path, f, first)
-    except OSError as e:
-        raise TraceError(f"{path}: cannot be read ({e.strerror or e})") from None
-
-
-def _gunzip(path: Path, f: Any, first: bytes) -> Iterator[bytes]:
-    """The un-gzipped bytes of ``f``, whose first block is ``first``, about BLOCK bytes at a time."""
-    try:
         d = zlib.decompressobj(31)
         pending = first
         read = len(first)  # compressed bytes read so far
@@ -165,106 +151,6 @@ def _gunzip(path: Path, f: Any, first: bytes) -> Iterator[bytes]:
         raise TraceError(f"{path}: gzip data is damaged or cut short ({e})") from None
     except OSError as e:
         raise TraceError(f"{path}: cannot be read ({e.strerror or e})") from None
-
-
-def _gunzip_beside(path: Path, f: Any, first: bytes, source: Source) -> Iterator[bytes] | None:
-    """The un-gzipped bytes, un-gzipped by a forked process while this one decodes them; None where not worth it.
-
-    Un-gzipping takes about a third of a one-process read of a large gzip trace; beside the decoding, on a core of
-    its own, it costs this process only the pipe. Where forking is not safe or the text is small (the gzip trailer's
-    size, :func:`helpers.reader.parts.processes`), None: the caller un-gzips. Whatever the child meets (a damaged
-    stream, too much expansion) is raised here, at the same place in the text and in the same words; a child that
-    dies is replaced by un-gzipping here, from the byte it had reached.
-    """
-    from . import parts  # (parts imports this module)
-
-    if source.size < 18:
-        return None
-    try:
-        text_size = int.from_bytes(os.pread(f.fileno(), 4, source.size - 4), "little")  # ISIZE, mod 2**32
-    except (OSError, AttributeError, ValueError):
-        return None
-    if parts.processes(path, text_size) < 2:
-        return None
-    try:
-        data_r, data_w = os.pipe()
-        status_r, status_w = os.pipe()
-    except OSError:
-        return None
-    try:
-        pid = os.fork()
-    except OSError:
-        for fd in (data_r, data_w, status_r, status_w):
-            os.close(fd)
-        return None
-    if pid == 0:  # the child: un-gzip into the pipe, then say how it ended
-        try:
-            os.close(data_r)
-            os.close(status_r)
-            ended: Any = None
-            try:
-                with os.fdopen(data_w, "wb") as out:
-                    for b in _gunzip(path, f, first):
-                        out.write(b)
-            except TraceError as e:
-                ended = e
-            except BaseException:  # noqa: BLE001 - the parent un-gzips the rest itself
-                os._exit(1)
-            with os.fdopen(status_w, "wb") as st:
-                pickle.dump(("ended", ended), st)
-        finally:
-            os._exit(0)
-    os.close(data_w)
-    os.close(status_w)
-    return _from_child(path, f, first, pid, data_r, status_r)
-
-
-def _from_child(path: Path, f: Any, first: bytes, pid: int, data_r: int, status_r: int) -> Iterator[bytes]:
-    """What :func:`_gunzip_beside`'s child un-gzips, read from its pipe; its error raised where it met it."""
-    got = 0  # bytes of text received
-    try:
-        try:
-            import fcntl
-
-            fcntl.fcntl(data_r, 1031, 1 << 20)  # F_SETPIPE_SZ: a megabyte in flight, not 64 KiB (fewer switches)
-        except (ImportError, OSError):
-            pass
-        while True:
-            b = os.read(data_r, BLOCK)
-            if not b:
-                break
-            got += len(b)
-            yield b
-        with os.fdopen(status_r, "rb") as st:
-            status_r = -1
-            try:
-                status = pickle.load(st)
-            except (EOFError, pickle.UnpicklingError):
-                status = None
-        if status is None:  # the child died: un-gzip here, past what it sent
-            f.seek(len(first))
-            skip = got
-            for b in _gunzip(path, f, first):
-                if skip >= len(b):
-                    skip -= len(b)
-                    continue
-                yield b[skip:] if skip else b
-                skip = 0
-            return
-        if status[1] is not None:
-            raise status[1]
-    finally:
-        os.close(data_r)
-        if status_r >= 0:
-            os.close(status_r)
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        try:
-            os.waitpid(pid, 0)
-        except ChildProcessError:
-            pass
 
 
 def _kib(n: int) -> str:
