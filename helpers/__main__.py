@@ -85,6 +85,9 @@ def _prepare(*modules: str) -> Callable[[], None]:
         for m in modules:
             importlib.import_module(m, __package__)
         vector.fast(vector.SMALL + 1)  # a file large enough for workers has more events than this
+        from .facts import kernel_names
+
+        kernel_names.compile_rules()  # the text names kernels: every rule's regex is compiled at the first name
 
     return run
 

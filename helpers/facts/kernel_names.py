@@ -126,6 +126,13 @@ def _compiled(pattern: str) -> re.Pattern:
     return re.compile(pattern)
 
 
+def compile_rules() -> None:
+    """Every rule's regex compiled now (as :func:`decode` does at its first name): for the command line, while the
+    reader's workers still read."""
+    for rule in RULES:
+        _compiled(rule.pattern)
+
+
 _TY = r"(?:f16|bf16|f32|tf32|f64|s8|u8|s32|e4m3|e5m2)"
 
 RULES: tuple[Rule, ...] = (

@@ -173,12 +173,13 @@ class OpShapes:
     missing: str | None = None  # "not sized: ...": why no op's shapes could be read; None when the file was read
 
 
-def read_shapes(trace: Trace, wanted: set[tuple[str, float]], ops: Any = None) -> ShapesRead:
+def read_shapes(trace: Trace, wanted: set[tuple[str, float]] | None, ops: Any = None) -> ShapesRead:
     """The recorded shapes of the ``wanted`` ops ((op name, start in the trace's clock)), or why there are none.
 
     A trace the reader built holds them (``Trace.shapes``); with ``ops`` (the
     op events themselves) only those are looked up there. Any other trace's
-    file is read again for them.
+    file is read again for them. ``wanted`` may be None when ``ops`` is given: it is then made from them, and
+    only where it is needed (a trace the reader built needs none: thousands of names and starts not made).
     """
     held = getattr(trace, "shapes", None)
     if held is not None:  # kept by the reader in its one pass: nothing to read again
@@ -186,6 +187,9 @@ def read_shapes(trace: Trace, wanted: set[tuple[str, float]], ops: Any = None) -
             return ShapesRead({}, NO_SHAPES)
         if ops is not None:
             return ShapesRead({}, by_op={i: _Recorded((), True, held[i]) for i in ops if i in held})
+    if wanted is None:
+        wanted = {(trace.name_of(op), trace.ts[op]) for op in ops}
+    if held is not None:
         got: dict[tuple[str, float], list[tuple[Any, _Recorded]]] = {}
         names = {name for name, _ in wanted}
         for i, text in held.items():
@@ -229,7 +233,7 @@ def read_shapes(trace: Trace, wanted: set[tuple[str, float]], ops: Any = None) -
 def op_shapes(trace: Trace, ops: list[int]) -> OpShapes:
     """Each of these op events' recorded shapes (Input Dims, Input type, Concrete Inputs), read again from the
     trace's file; or why there are none (no shapes recorded, a pipe, an unreadable file)."""
-    read = read_shapes(trace, {(trace.name_of(op), trace.ts[op]) for op in ops}, ops=ops)
+    read = read_shapes(trace, None, ops=ops)
     if read.missing:
         return OpShapes({}, read.missing)
     out: dict[int, Shapes] = {}

@@ -277,7 +277,7 @@ def roofline(trace: Trace) -> Roofline:
         r.note = "not sized: the trace has no GPU kernels"
     else:
         calls, left = _calls(trace, kernels)
-        read = read_shapes(trace, {(trace.name_of(op), trace.ts[op]) for op in calls}, ops=calls)
+        read = read_shapes(trace, None, ops=calls)
         if read.missing:
             r.note = read.missing
             r.not_sized.append(NotSized(read.missing.removeprefix("not sized: "), len(kernels), total,

@@ -208,6 +208,9 @@ class ColumnBuilder:
         self.i = -1  # index of the last event read, timed or not
         self.n = 0  # timed events so far
         self.lone_ends = 0  # "E" events with no "B" before them on their thread
+        #: each distinct shape text once: a model's ops repeat their shapes layer after layer and step after step,
+        #: so the op events share one bytes object per text (less memory, and pickled once from a worker)
+        self.shape_texts: dict[bytes, bytes] = {}
 
     def _new_cat(self, cat: str) -> int:
         c = self.c
@@ -349,10 +352,11 @@ class ColumnBuilder:
                     seq_fwd(f if f.__class__ is int and -_INT64 <= f < _INT64 else -1)
         dims = list(map(_dims, argss))  # empty Raw (falsy) where an event has no Input Dims
         if any(dims):
-            seq_cat, shapes = self.seq_cat, c.shapes
+            seq_cat, shapes, same = self.seq_cat, c.shapes, self.shape_texts.setdefault
             for k in compress(range(len(xs)), dims):
                 if seq_cat[cat_ids[k]]:  # CPU ops only: their shapes are what the roofline reads
-                    shapes[n0 + k] = shape_text(argss[k])
+                    text = shape_text(argss[k])
+                    shapes[n0 + k] = same(text, text)
         c.name_id.fromlist(name_ids)
         c.cat_id.fromlist(cat_ids)
         c.ts.extend(ts)
@@ -482,7 +486,8 @@ class ColumnBuilder:
                     self._add_sequence(n, args)
                 d = args.dims if args.__class__ is not RangeArgs else None  # (a range event's args hold no shapes)
                 if d or d == []:
-                    shapes[n] = shape_text(args)
+                    text = shape_text(args)
+                    shapes[n] = self.shape_texts.setdefault(text, text)
             n += 1
             c_name.append(ni)
             c_cat.append(ci)
@@ -531,7 +536,8 @@ class ColumnBuilder:
         c.dur.extend(part.dur)
         c.corr.extend(part.corr)
         c.args.raw.update(zip(map(n0.__add__, part.args.raw), part.args.raw.values()))
-        c.shapes.update(zip(map(n0.__add__, part.shapes), part.shapes.values()))
+        same = self.shape_texts.setdefault
+        c.shapes.update(zip(map(n0.__add__, part.shapes), (same(v, v) for v in part.shapes.values())))
         m, pm = c.memory, part.memory
         for column in ("ts", "allocated", "reserved", "bytes", "device_type", "device_id"):
             getattr(m, column).extend(getattr(pm, column))
