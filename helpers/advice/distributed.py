@@ -54,8 +54,7 @@ def _communication_bound(rows: list[RankRow], folder: bool = True,
         return None
     named = straggler is not None and straggler.rank is not None
     ev = [f"{_who(x)}: {us(x.collective_us)} in collectives, {us(x.exposed_us)} of it with no compute running: "
-          f"{x.exposed_share:.0%} of the {us(x.gpu_busy_us)} its GPU was busy (its compute: {us(x.compute_us)}"
-          f"{'' if x.compute_verdict is None else '; its own trace read alone: ' + x.compute_verdict})"
+          f"{x.exposed_share:.0%} of the {us(x.gpu_busy_us)} its GPU was busy (its compute: {us(x.compute_us)})"
           for x in bound]
     remains = {x.rank: max(x.exposed_us - (x.wait_us or 0.0), 0.0) for x in bound}
     if named:

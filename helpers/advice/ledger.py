@@ -127,7 +127,7 @@ class Ledger:
         saved_cpu = cpu_us * (1 - 1 / c.mid) if cpu_us else 0.0
         cpu_floor = b.cpu_work_us - saved_cpu - floor_cut_us
         high, paced = w / after(c.high, g.high), 0.0
-        if gpu_us and cpu_floor >= max(w - saved_cpu - saved_gpu, b.busy_us + b.queued_us - saved_gpu):
+        if gpu_us and b.cpu_paced and cpu_floor >= max(w - saved_cpu - saved_gpu, b.busy_us + b.queued_us - saved_gpu):
             # A GPU-side fix stopped by the CPU's own work, timed under the profiler, which inflates that work: the
             # step unprofiled may be the GPU's (notebook 16's TF32 on its fixed loop: 1.00x predicted this way,
             # 1.19x timed). The high end is the GPU's own time cut by the fix, as if the GPU set the pace.
