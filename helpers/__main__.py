@@ -129,8 +129,6 @@ def _summarize(a: argparse.Namespace) -> int:
 
 
 def _diagnose(a: argparse.Namespace) -> int:
-    from dataclasses import asdict
-
     if os.path.isdir(a.trace):
         from .advice.diagnose import diagnose_folder, folder_text
 
@@ -140,11 +138,10 @@ def _diagnose(a: argparse.Namespace) -> int:
         else:
             print(folder_text(d))
         return 0
-    else:
-        t = _read(a.trace, _prepare(".advice.diagnose"))
-        from .advice.diagnose import diagnose, text
+    t = _read(a.trace, _prepare(".advice.diagnose"))
+    from .advice.diagnose import diagnose, text
 
-        found = diagnose(t)
+    found = diagnose(t)
     if a.json:
         _print_json([f.to_json() for f in found])
     else:
