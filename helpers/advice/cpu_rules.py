@@ -43,6 +43,18 @@ LONG_CALL_OF = 0.01
 #: the CPU time a fused step removes is less than the trace shows)
 FUSED = {sf.FOREACH: (Speedup(2.1, 1.4, 3.2), Speedup(3.0, 2.0, 4.5)),
          sf.LOOP: (Speedup(6.4, 1.3, 9.6), Speedup(2.8, 1.9, 4.2))}
+#: the pairs behind FUSED (us: CPU before, after; GPU before, after), which the basis quotes as they were measured
+FUSED_PAIRS = {sf.FOREACH: ((627, 294, 372, 124),),
+               sf.LOOP: ((2131, 294, 358, 124), (4880, 870, 696, 263))}
+
+
+def _fused_measured(impl: str) -> str:
+    """What fused=True did to the step's CPU and GPU time in the measured pairs, in words."""
+    pairs = FUSED_PAIRS[impl]
+    cpu = " and ".join(f"{a / b:.1f}x" for a, b, _, _ in pairs)
+    gpu = " and ".join(f"{c / d:.1f}x" for _, _, c, d in pairs)
+    runs = "in one measured pair" if len(pairs) == 1 else f"in {len(pairs)} measured pairs"
+    return f"cut the step's CPU time {cpu} and its GPU time {gpu} {runs}"
 #: a multi-process DataLoader whose __next__ takes less than this share of the window keeps up (a queue read)
 INPUT_MINOR = 0.05
 #: the workers a single-process DataLoader's fix is assumed to add (the series' notebooks 14 and 16 use four)
@@ -446,8 +458,8 @@ def _unfused_optimizer(c: Context) -> Finding | None:
                 f"{cls}(..., fused=True) (see {sf.ADAMW_DOCS}) updates the parameters in fused kernels: fewer "
                 "launches and less GPU time per step; measure the step before and after")
     return c.claimed(f, "the optimizer's step: the GPU idle while the CPU ran it, and its GPU work",
-                     f"fused=True cut the step's CPU time {cpu_speed.mid:g}x and its GPU time {gpu_speed.mid:g}x "
-                     f"against the {impl} implementation on the H200 reference set (notebooks 12 and 16)",
+                     f"fused=True {_fused_measured(impl)} against the {impl} implementation on the H200 reference set "
+                     f"(notebooks 12 and 16; taken as {cpu_speed.mid:g}x and {gpu_speed.mid:g}x)",
                      cpu=_on_launcher(c, steps), cpu_speedup=cpu_speed,
                      gpu=merged((t.ts[j], t.end_of(j)) for j in kernels), gpu_speedup=gpu_speed)
 
@@ -521,16 +533,29 @@ def _cpu_bound(c: Context) -> Finding | None:
                  "Gaps between GPU work: the GPU waits for the CPU part of the time")
         severity = Severity.NOTE
     speedup: Speedup | None = OVERHEAD
+    label = "the GPU idle while the CPU launched the next work"
+    if b.busy and all(s >= b.busy[-1][1] - 1e-6 for s, _ in b.waiting_for_cpu):
+        # every wait comes after the GPU's last work: no launch was waited for, only the window's end (a script
+        # that runs one kernel and then goes on in Python): no gap between two pieces of work shows the pace
+        ev[0] = (f"the GPU waited {us(b.waiting_for_cpu_us)} of the {us(b.window_us)} window "
+                 f"({b.share(b.waiting_for_cpu_us):.0%}) after its last work, until the CPU's last event: no gap "
+                 "comes between two pieces of GPU work, so this trace cannot say whose pace a loop of it would have")
+        title = "After the GPU's last work the CPU runs on: no gap between two pieces of GPU work to read"
+        severity, speedup = Severity.NOTE, None
+        advice = ("record several iterations of the loop (torch.profiler.schedule with warmup and active steps: "
+                  "notebook 03) to see whose pace it has")
+        label = "the GPU idle after its last work, while the CPU ran on"
     steps = facts.steps(c.trace)
     per_step = len(durs) / len(steps) if steps else None
-    if per_step is not None and per_step <= FEW_LAUNCHES:
+    if speedup is not None and per_step is not None and per_step <= FEW_LAUNCHES:
         # nothing to fuse: a compiled call's own CPU cost can outweigh the launches it saves (notebook 08 measures it)
         speedup = None
         ev.append(f"each step runs {per_step:.3g} piece{'s' if per_step != 1 else ''} of GPU work: fusing them or "
                   "a CUDA graph removes a launch or two, while a compiled call has a CPU cost of its own, so no gain is sized here; what such a step "
                   "can take is more work per launch (a larger batch or tensors)")
     basis = ("if a fix halved the CPU's work between launches (how much fusion, CUDA graphs or larger batches "
-             "remove depends on the model); at best the step runs at the GPU's pace")
+             "remove depends on the model); at best all the GPU idle it claims goes, and the rest of the "
+             "window stays")
     x = loading(c)
     if x is not None and x.workers and not x.single:
         basis += "; unless the DataLoader's workers then set it (below)"
@@ -540,7 +565,7 @@ def _cpu_bound(c: Context) -> Finding | None:
                   "do is not here, and once the main process is quicker they may set the pace instead (time the "
                   "loop without the model to know, as notebook 16 does)")
     f = Finding(rule, title, severity, ev, advice)
-    return c.claimed(f, "the GPU idle while the CPU launched the next work", basis, cpu=left, cpu_speedup=speedup)
+    return c.claimed(f, label, basis, cpu=left, cpu_speedup=speedup)
 
 
 #: in the order they claim the GPU's idle time: the most specific cause first, the rest last

@@ -141,8 +141,8 @@ def _straggler(r: Ranks) -> "Finding | None":
                   "these, and may itself wait for a rank not recorded here")
     for x in r.ranks:
         if x.rank != s.rank and x.wait_us is not None:
-            ev.append(f"rank {x.rank} spent {us(x.wait_us)} inside the matched collectives beyond the quickest rank; "
-                      f"rank {s.rank} {us(me.wait_us)}")
+            ev.append(f"rank {x.rank} waited {us(x.wait_us)} in all inside the matched collectives (overlapping "
+                      f"waits counted once); rank {s.rank} {us(me.wait_us)}")
     others = [x.compute_us for x in r.ranks if x.rank != s.rank]
     if any(x.compute_us > 0 for x in r.ranks):
         ev.append(f"compute (GPU work other than collectives): rank {s.rank} {us(me.compute_us)}, the others "

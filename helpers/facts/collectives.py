@@ -334,8 +334,12 @@ def find_straggler(ranks: list[int], matched: list[Match]) -> Straggler:
         return none(f"within noise: over {len(matched)} matched collectives {they} waited {us(max(gain, 0.0))} "
                     f"more than {who}, the least waiting rank{share}, {us(typical)} in the median collective "
                     f"(a straggler needs {NOISE_SHARE:.0%} and {NOISE_PER_COLLECTIVE_US:g} us)")
+    # the wait is the union of each rank's wait spans, not the difference of the ranks' times inside the
+    # collectives: where two collectives overlap in time (gloo's on two threads), the transfer of one runs
+    # during the wait of the other, so those differences would count it
     waited = (f"{they} waited {us(gain)} more than {who} inside the same {len(matched)} collectives "
-              f"({us(typical)} in the median one; waits in collectives that ran at the same time counted once)")
+              f"({us(typical)} in the median one; a rank's wait in a collective is its time in it beyond the "
+              "quickest rank's, from its start; waits that overlapped in time counted once)")
     assert lasts is not None and lates is not None
     if 2 * lasts[c] <= len(matched):
         return none(f"{who} waits least, but entered last in only {lasts[c]} of {len(matched)} matched collectives: "

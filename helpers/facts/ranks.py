@@ -285,7 +285,8 @@ def ranks_text(r: Ranks, top: int = 10) -> str:
             if x.last_arrivals is not None:
                 arrival = (f"; entered last in {x.last_arrivals} of {len(r.matched)} (by > {NOISE_PER_COLLECTIVE_US:g} us), median "
                            f"{us(x.median_late_us)} after the first rank")
-            out.append(f"  rank {x.rank}: {us(x.wait_us)} inside them beyond the quickest rank{arrival}")
+            out.append(f"  rank {x.rank}: waited {us(x.wait_us)} inside them (time beyond the quickest rank's; "
+                       f"overlapping waits counted once){arrival}")
     who = f"rank {r.straggler.rank}" if r.straggler.rank is not None else "none"
     out.append(f"straggler: {who} ({r.straggler.reason})")
     if r.matched and top:
