@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from .. import facts
 from ..facts import kernel_kinds as kk, step_facts as sf
+from ..facts.budget import EVEN_MARGIN
 from ..facts.text import nbytes, us
 from ..reader.spans import Spans, difference, intersection, merged, total
 from ..reader.trace import ANNOTATION, CPU_OP, DRIVER, RUNTIME
@@ -528,7 +529,9 @@ def _cpu_bound(c: Context) -> Finding | None:
     severity = Severity.ISSUE
     if not b.cpu_paced:  # the GPU's work outlasts the CPU's: these gaps are the frame's remainder, not the step's pace
         ev.insert(0, f"the CPU's own work, {us(b.paced_cpu_us)} from the first GPU work on, is shorter than the GPU's, {us(b.busy_us + b.queued_us)}"
-                     ": the GPU sets the pace, and these gaps are what is left between its work")
+                     + (f": about even (within {EVEN_MARGIN:.0%}), so neither side clearly sets the pace; these gaps "
+                        "are where the GPU waited" if b.about_even else
+                        ": the GPU sets the pace, and these gaps are what is left between its work"))
         title = ("Kernels shorter than the calls that launch them, in part of the window" if tiny else
                  "Gaps between GPU work: the GPU waits for the CPU part of the time")
         severity = Severity.NOTE

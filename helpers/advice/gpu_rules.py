@@ -15,6 +15,7 @@ from collections import Counter
 
 from .. import facts
 from ..facts import hardware, memory, roofline, kernel_kinds as kk, step_facts as sf
+from ..facts.budget import EVEN_MARGIN
 from ..facts.text import nbytes, short, us
 from ..reader.spans import difference, intersection, merged, total
 from ..reader.trace import CPU_OP, MEMCPY, Trace
@@ -295,7 +296,9 @@ def _gpu_bound(c: Context) -> Finding | None:
     if trace_rules.apart(c):
         return None  # (the CPU's events all end before the GPU's first work: no pace can be read; gpu-behind says so)
     ev = [f"the GPU ran work {us(b.busy_us)} of the {us(b.window_us)} window ({b.share(b.busy_us):.0%}); the CPU's "
-          f"own work from the first GPU work on took {us(b.paced_cpu_us)}"]
+          f"own work from the first GPU work on took {us(b.paced_cpu_us)}"
+          + (f": about even (within {EVEN_MARGIN:.0%}), so the GPU sets the pace by a margin the profiler's own cost "
+             "on the CPU could undo" if b.about_even else "")]
     shape = roofline.dominant(roofline.roofline(c.trace))
     if shape is not None:  # memory-bound kernels (fuse them) or compute-bound ones near their peak: not one advice
         ev.append(roofline.dominant_text(shape))

@@ -109,6 +109,14 @@ class Budget:
         return total(self.cpu_work)
 
     @property
+    def about_even(self) -> bool:
+        """Whether the CPU's own work and the GPU's lie within :data:`EVEN_MARGIN` of each other: which one sets the
+        pace is then within the profiler's own inflation of the CPU's time, so no side is named."""
+        gpu = self.busy_us + self.queued_us
+        cpu = max(self.paced_cpu_us, self.waiting_for_cpu_us)
+        return min(cpu, gpu) > 0 and abs(cpu - gpu) <= EVEN_MARGIN * max(cpu, gpu)
+
+    @property
     def cpu_paced(self) -> bool:
         """Whether the CPU sets the pace: its own work outlasts the GPU's (busy, or behind queued work), the CPU's
         part before the first GPU work (while the queue fills) left out."""
@@ -128,6 +136,8 @@ class Budget:
         return us / self.window_us if self.window_us > 0 else 0.0
 
 
+#: the CPU's own work and the GPU's within this share of each other: about even, no side named as the pace-setter
+EVEN_MARGIN = 0.05
 #: the leading idle time up to this long is the queue filling (the CPU's path to its first launch, profiled); beyond
 #: it, the CPU was doing other work first
 FILL_MAX_US = 2000.0
