@@ -17,10 +17,10 @@ from dataclasses import dataclass
 
 from .. import facts
 from ..facts import kernel_kinds as kk, step_facts as sf
-from ..facts.budget import EVEN_MARGIN
+from ..facts.budget import EVEN_MARGIN, Budget
 from ..facts.text import nbytes, us
 from ..reader.spans import Spans, difference, intersection, merged, total
-from ..reader.trace import ANNOTATION, CPU_OP, DRIVER, RUNTIME
+from ..reader.trace import ANNOTATION, CPU_OP, DRIVER, RUNTIME, Trace
 from .findings import Context, Finding, Rule, Severity
 from .ledger import Gain, Side, Speedup
 from .rulebook import RuleId
@@ -267,20 +267,29 @@ def _cold_start(c: Context) -> Finding | None:
                      cpu_speedup=Speedup.gone(), gain_of="the recording")
 
 
+def set_up_calls(t: Trace, b: Budget) -> list[int]:
+    """The runtime or driver calls long-call names (none unless the longest holds :data:`LONG_CALL_SHARE` of the
+    window): every one of at least :data:`LONG_CALL_MIN_US` and :data:`LONG_CALL_OF` of it."""
+    if b.window_us <= 0:
+        return []
+    calls = [i for i in t.indices((RUNTIME, DRIVER)) if not t.is_gpu(i)
+             and not kk.is_synchronize(t.name_of(i)) and "emcpy" not in t.name_of(i)]
+    longest = max(calls, key=t.dur.__getitem__, default=None)
+    if longest is None or t.dur[longest] < LONG_CALL_SHARE * b.window_us:
+        return []
+    return [i for i in calls if t.dur[i] >= max(LONG_CALL_MIN_US, LONG_CALL_OF * b.window_us)]
+
+
 def _long_call(c: Context) -> Finding | None:
     """Runtime or driver calls long enough to hold the GPU idle on their own (not a synchronize, not a copy): set-up
     that a first call pays (the context, loading the GPU code's modules, reserving memory, creating streams). The
     longest names the finding; every call of at least :data:`LONG_CALL_MIN_US` and :data:`LONG_CALL_OF` of the
     window claims its stretch, so that none of them is read as the CPU's work between launches."""
     t, b = c.trace, c.budget
-    if b.window_us <= 0:
+    slow = set_up_calls(t, b)
+    if not slow:
         return None
-    calls = [i for i in t.indices((RUNTIME, DRIVER)) if not t.is_gpu(i)
-             and not kk.is_synchronize(t.name_of(i)) and "emcpy" not in t.name_of(i)]
-    longest = max(calls, key=t.dur.__getitem__, default=None)
-    if longest is None or t.dur[longest] < LONG_CALL_SHARE * b.window_us:
-        return None
-    slow = [i for i in calls if t.dur[i] >= max(LONG_CALL_MIN_US, LONG_CALL_OF * b.window_us)]
+    longest = max(slow, key=t.dur.__getitem__)
     name = t.name_of(longest)
     ops = [t.name_of(p) for p in t.ancestors(longest) if t.group_of(p) == CPU_OP]
     ev = [f"{name} took {us(t.dur[longest])}, {b.share(t.dur[longest]):.0%} of the window"

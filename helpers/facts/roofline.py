@@ -433,6 +433,7 @@ class Dominant:
     of_roof: float  # the fraction of the roof at their intensity its kernels reach: the median, weighted by time
     roofs: list[str]  # the compute roofs its kernels are judged against (compute-bound), longest first
     shares: dict[str, float]  # every bound's share of all kernel time
+    longest: dict[str, str] = field(default_factory=dict)  # every bound's longest group: "kernel (op)"
 
 
 def _weighted_median(pairs: list[tuple[float, float]]) -> float:
@@ -463,12 +464,24 @@ def dominant(r: Roofline) -> Dominant | None:
     for p in mine:
         if p.roof and bound == COMPUTE_BOUND:
             roofs[p.roof] = roofs.get(p.roof, 0.0) + p.time_us
+    longest: dict[str, str] = {}
+    for p in sorted(judged, key=lambda p: -p.time_us):
+        longest.setdefault(p.bound, f"{p.label} ({p.op})")
     return Dominant(bound, share, _weighted_median([(p.of_roof, p.time_us) for p in mine]),
-                    sorted(roofs, key=lambda k: -roofs[k]), shares)
+                    sorted(roofs, key=lambda k: -roofs[k]), shares, longest)
 
 
 def dominant_text(d: Dominant) -> str:
-    """One line on what holds the GPU's time, as diagnose's GPU-bound finding words it."""
+    """One line on what holds the GPU's time, as diagnose's GPU-bound finding words it (the other bounds that hold a
+    tenth of it or more too: the longest kernel may be in one of them)."""
+    words = {COMPUTE_BOUND: "compute-bound kernels", MEMORY_BOUND: "memory-bound kernels",
+             FAR_BELOW: "kernels far below both roofs"}
+    rest = "; ".join(f"{v:.0%} in {words[k]}" + (f" (the longest: {d.longest[k]})" if k in d.longest else "")
+                     for k, v in sorted(d.shares.items(), key=lambda kv: -kv[1]) if k != d.bound and v >= 0.1)
+    return _dominant_words(d) + (f"; the rest: {rest}" if rest else "")
+
+
+def _dominant_words(d: Dominant) -> str:
     head = (f"by the roofline (each kernel's rate against the GPU's peaks, as python -m helpers summarize prints "
             f"it), {d.share:.0%} of the kernel time is in ")
     most = f"{1 / d.of_roof:.2g}x" if d.of_roof > 0 else "-"

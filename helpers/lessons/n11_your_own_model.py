@@ -10,6 +10,8 @@ from ..facts import gpu_calls, measure, kernel_kinds as kk
 from ..lesson import plots, show, spoilers, widgets
 from ..advice import rulebook
 from ..advice.diagnose import diagnose, text as findings_text
+from ..advice.cpu_rules import set_up_calls
+from ..reader.spans import intersection, merged, total
 from ..facts.measure import Estimate, Spread, ratio_range
 from ..runs.mode import environment
 from ..facts.budget import budget
@@ -259,6 +261,17 @@ def external(other) -> None:
         lead = (b.busy[0][0] - b.lo) if b.busy else 0.0
         side = ("the CPU's own work outlasts the GPU's" if b.paced_cpu_us > b.busy_us else
                 "the GPU's work outlasts the CPU's own")
+        # one-time set-up calls (long-call) are CPU work too: say how much of it they are, and what is left without
+        calls = set_up_calls(other, b)
+        set_up = (total(intersection(b.cpu_work, intersection(merged((other.ts[i], other.end_of(i)) for i in calls),
+                                                              [(b.busy[0][0], b.hi)])))
+                  if calls and b.busy else 0.0)
+        if set_up > 0:
+            rest = b.paced_cpu_us - set_up
+            side += (f". Of that CPU work, {us(set_up)} is the one-time set-up calls that diagnose names (long-call); "
+                     f"without them it is {us(rest)}, "
+                     + ("still longer than the GPU's" if rest > b.busy_us else
+                        "shorter than the GPU's: the verdict rests on those one-time calls"))
         return widgets.verdict(
             answer == v, f"The GPU ran work {us(b.busy_us)} of the {us(b.window_us)} window. Its first work came "
             f"{us(lead)} into the window; from then on the CPU's own work (its ops and calls, not counting its waits "
