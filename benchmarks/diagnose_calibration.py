@@ -40,6 +40,7 @@ class Fix:
     before: str  # its label before and after the fix (with no group: "", and the trace of the run after the fix)
     after: str
     what: str  # the fix in words
+    also: tuple[str, ...] = ()  # other rules the same fix removes: the row takes the largest gain of them all
 
 
 ROWS = [
@@ -70,8 +71,10 @@ ROWS = [
     Fix("attn-sdpa-math1024", "math-attention", None, "", "attn-sdpa-efficient1024",
         "memory-efficient backend"),
     Fix("attn-sdpa-math1024", "math-attention", None, "", "attn-sdpa-cudnn1024", "cuDNN backend"),
+    # the one timing of pinned copies is with non_blocking too (as pageable-copies advises), which also removes the
+    # copies' waits that hidden-sync claims: the row is the two rules' fix, predicted by the larger of their gains
     Fix("input-w0", "pageable-copies", "input", "main process, pageable", "main process, pinned + non-blocking",
-        "pinned memory, non-blocking copies"),
+        "pinned+non-blocking (+hidden-sync)", also=("hidden-sync",)),
 ]
 
 
@@ -119,7 +122,8 @@ def rows() -> list[Row]:
     out = []
     for f in ROWS:
         found = {x.rule: x for x in diagnose(read_trace(H200 / f"{f.trace}_bf16_warm_eager.json"))}
-        g = found[f.rule].gain if f.rule in found else None
+        gains = [found[r].gain for r in (f.rule, *f.also) if r in found and found[r].gain is not None]
+        g = max(gains, key=lambda x: x.speedup, default=None)
         if f.group is None:
             measured = _wall_us(f.trace) / _wall_us(f.after)
         else:
