@@ -242,6 +242,15 @@ def _cold_start(c: Context) -> Finding | None:
              if any(w in n for w in ("Malloc", "Attribute", "Occupancy", "GetDevice", "Module", "Library"))}
     if setup:
         ev.append("set-up calls inside it: " + ", ".join(f"{k} x {n}" for n, k in list(setup.items())[:4]))
+    extra = first.dur_us - rest
+    mine = [r for r in c.summary.artifacts.buffer_requests
+            if first.start_us <= r.start_us < first.end_us]  # the profiler's own, inside the step (buffer-request)
+    held = sum(r.dur_us for r in mine)
+    if mine:
+        ev.append(f"the profiler's own Activity Buffer Request{'s' if len(mine) > 1 else ''} inside it: {us(held)}, "
+                  f"as long as {min(held / extra, 1.0):.0%} of the step's {us(extra)} beyond the others' median (the "
+                  "likely reading: that much of the extra is the profiler's cost, not the program's; schedule(wait=1, "
+                  "...) tells, as notebook 03 shows)")
     title = "Wide first step: one-time costs, of the program or of the profiler, in the recording"
     advice = ("run a few untimed warm-up steps before profiling, or use schedule(wait=1, warmup=1, ...) so "
               "start-up stays out of the recorded steps")
