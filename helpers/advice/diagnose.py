@@ -87,9 +87,21 @@ def diagnose_folder(r: Ranks) -> FolderDiagnosis:
 
 
 def folder_text(d: FolderDiagnosis) -> str:
-    """The folder's findings, then a line per rank: what its own trace says to look at first."""
-    head = (text(d.together) if d.together else
-            "No rule about the ranks together applies to this folder (no straggler; collectives do not set the pace).")
+    """The folder's findings, then a line per rank: what its own trace says to look at first. Where the ranks
+    together show notes only and some rank's own trace has an issue, the first line points at the ranks' own."""
+    firsts = [x.findings[0] for x in d.alone if x.findings and x.findings[0].severity == Severity.ISSUE]
+    if firsts and not any(f.severity == Severity.ISSUE for f in d.together):
+        counts: dict[str, int] = {}
+        for f in firsts:
+            counts[f.title] = counts.get(f.title, 0) + 1
+        named = "; ".join(f"{t} ({n} of {len(d.alone)})" for t, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+        lead = (f"Look first at each rank's own trace (below): what the ranks show together is notes only, while "
+                f"their own traces first name: {named}.")
+        head = lead + "\n" + LEGEND + ("\n\n" + "\n\n".join(f.text() for f in d.together) if d.together else "")
+    else:
+        head = (text(d.together) if d.together else
+                "No rule about the ranks together applies to this folder (no straggler; collectives do not set the "
+                "pace).")
     lines = [f"  rank {x.rank} ({os.path.basename(x.path)}): {first_line(x.findings)}" for x in d.alone]
     return (head + "\n\nEach rank's own trace, read alone (python -m helpers diagnose FILE lists its findings):\n"
             + "\n".join(lines)) if lines else head

@@ -28,6 +28,9 @@ LOW_OVERLAP_PCT = 50.0
 MINOR_SHARE = 0.05
 #: a straggler's GPU work beyond the others' median, as a share of their wait for it, from which the gain is sized by it
 EXCESS_OF_WAIT = 0.5
+#: a straggler whose fix cannot be sized (no extra GPU work to remove) and whose others' wait for it alone is under
+#: this share of the window is a note: at most about a 1.1x gain, against the ranks' own findings
+STRAGGLER_MINOR = 0.10
 
 
 # --- the rules ----------------------------------------------------------------------------
@@ -45,7 +48,7 @@ OVERLAP = Speedup(2.0, 1.25, float("inf"))
 
 
 def _communication_bound(rows: list[RankRow], folder: bool = True,
-                         straggler: "Straggler | None" = None) -> "Finding | None":
+                         straggler: "Straggler | None" = None, leads: bool = True) -> "Finding | None":
     """Ranks whose exposed collective time is a large share of their GPU time; with a straggler named, what remains
     of that time once it is fixed (the exposed time beyond each rank's wait for the straggler)."""
 
@@ -66,11 +69,13 @@ def _communication_bound(rows: list[RankRow], folder: bool = True,
                for x in bound if x.rank != straggler.rank]
         ev += [f"{_who(x)} is the straggler itself: its {us(x.exposed_us)} is the transfer and its own waits"
                for x in bound if x.rank == straggler.rank]
-        title = "What remains once the straggler is fixed: collectives that run with no compute beside them"
+        title = ("What remains once the straggler is fixed: collectives that run with no compute beside them" if leads
+                 else "Waiting on communication: the GPU spends more time in collectives alone than computing")
     else:
         title = "Waiting on communication: the GPU spends more time in collectives alone than computing"
     f = _finding(RuleId.COMMUNICATION_BOUND, title, Severity.ISSUE, ev,
-                 ("fix the straggler first; then " if named else
+                 ("fix the straggler first; then " if named and leads else
+                  "the straggler note says how much of it is the wait for one late rank; " if named else
                   "find out how much of it is waiting for another rank "
                   + ("(the straggler finding, if any, says who and how long) " if folder else
                      "(diagnose the folder of every rank's trace: the straggler rule) ") + "and how much is transfer; ")
@@ -210,10 +215,17 @@ def diagnose_ranks(r: Ranks) -> list["Finding"]:
     """The distributed rules on a folder's ranks: a straggler first, then what remains once it is fixed."""
 
     lead = _straggler(r)
-    bound = _communication_bound(r.ranks, straggler=r.straggler)
+    # a straggler that costs the others little is a note among the rest: by its share of the window, or by the
+    # most its fix could gain (the others' wait for it alone), which is all that a straggler with no extra GPU work
+    # can be sized by
+    minor = lead is not None and lead.share is not None and (
+        lead.share < NOTE_BELOW or (lead.gain is None and lead.share < STRAGGLER_MINOR))
+    bound = _communication_bound(r.ranks, straggler=r.straggler, leads=not minor)
     rest = [f for f in (bound, _low_overlap(r.ranks, bound)) if f is not None]
-    if lead is not None and lead.share is not None and lead.share < NOTE_BELOW:
-        rest, lead = rest + [lead], None  # a straggler that costs the others little is a note among the rest
+    if minor:
+        assert lead is not None
+        lead.severity = Severity.NOTE
+        rest, lead = rest + [lead], None
     rest = rank(rest)
     if lead is not None:
         for f in rest:
