@@ -102,3 +102,14 @@ def test_the_idle_gpu_experiment_reads_back(h200):
     assert {r[0] for r in rows} == set(idle_gpu.CONDITIONS) and "NVIDIA H200" in source
     assert all(r[2] > 0 and r[3] > 0 for r in rows)
     assert len(result["steady"]) >= 5
+
+
+def test_every_pairing_of_two_runs_is_not_counted_as_so_many_samples():
+    """Ratios of two runs timed apart pair every sample with every other: 15 x 15 figures are 30 measurements, and
+    the text says where they came from rather than '225 samples'."""
+    from helpers.facts.measure import Spread, ratio_range
+    a, b = Spread.of([10.0, 11.0, 12.0]), Spread.of([5.0, 5.5, 6.0, 6.5])
+    r = ratio_range(a, b)
+    assert r.n == 12 and r.paired_from == (3, 4)
+    assert "every pairing of 3 and 4 samples" in r.text() and "12 samples" not in r.text()
+    assert "3 samples" in a.text() and a.scaled(2.0).paired_from is None and r.scaled(2.0).paired_from == (3, 4)

@@ -62,7 +62,7 @@ def by_top_op(run: Any) -> dict[str, Spread]:
 
 def pairs(a: Spread, b: Spread, f: Callable[[float, float], float], unit: str = "us") -> Spread:
     """``f(x, y)`` for every sample of ``a`` with every sample of ``b`` (two runs whose calls are not paired)."""
-    return Spread.of([f(x, y) for x, y in itertools.product(a.samples, b.samples)], unit)
+    return Spread.of([f(x, y) for x, y in itertools.product(a.samples, b.samples)], unit, paired_from=(a.n, b.n))
 
 
 def grade_each(answer: Any, samples: Sequence[Any], choose: Callable[[Any], Any], what: str) -> Graded:

@@ -74,10 +74,14 @@ class Spread:
 
     samples: tuple[float, ...]
     unit: str = "us"
+    #: set where the samples are every pairing of two runs' samples (ratios of runs timed apart): so many figures
+    #: are not so many measurements, and the text says what they came from
+    paired_from: tuple[int, int] | None = None
 
     @classmethod
-    def of(cls, values: Sequence[float], unit: str = "us") -> "Spread":
-        return cls(tuple(float(v) for v in values if v is not None and math.isfinite(float(v))), unit)
+    def of(cls, values: Sequence[float], unit: str = "us",
+           paired_from: tuple[int, int] | None = None) -> "Spread":
+        return cls(tuple(float(v) for v in values if v is not None and math.isfinite(float(v))), unit, paired_from)
 
     @property
     def n(self) -> int:
@@ -104,7 +108,7 @@ class Spread:
         return (hi - lo) / self.median if self.median else math.inf
 
     def scaled(self, factor: float, unit: str | None = None) -> "Spread":
-        return Spread(tuple(v * factor for v in self.samples), unit or self.unit)
+        return Spread(tuple(v * factor for v in self.samples), unit or self.unit, self.paired_from)
 
     def text(self, fmt: Callable[[float], str] | None = None) -> str:
         """``19.0 µs (IQR 18.7 µs to 19.7 µs, 30 rounds)``."""
@@ -114,6 +118,9 @@ class Spread:
             return "no sample"
         if self.n == 1:
             return f"{f(self.median)} (one sample)"
+        if self.paired_from is not None:
+            a, b = self.paired_from
+            return f"{f(self.median)} (IQR {f(lo)} to {f(hi)} over every pairing of {a} and {b} samples)"
         return f"{f(self.median)} (IQR {f(lo)} to {f(hi)}, {self.n} samples)"
 
     def to_json(self) -> dict[str, Any]:
@@ -149,7 +156,7 @@ def per_round(a: Spread, b: Spread) -> Spread:
 
 def ratio_range(a: Spread, b: Spread) -> Spread:
     """``a / b`` for two spreads measured apart (not round by round): every pairing, so the range is honest."""
-    return Spread.of([x / y for x in a.samples for y in b.samples if y > 0], "x")
+    return Spread.of([x / y for x in a.samples for y in b.samples if y > 0], "x", paired_from=(a.n, b.n))
 
 
 @dataclass(frozen=True)
