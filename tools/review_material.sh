@@ -4,7 +4,7 @@
 #     tools/review_material.sh .cache/review-diag-X     # then: preflight 11 16 17 and ../shared/review/dump.py into DIR/nb
 set -u
 D=$(realpath -m "$1"); mkdir -p "$D/out"
-cd "$(dirname "$0")/.."
+ROOT=$(cd "$(dirname "$0")/.." && pwd); cd "$ROOT"
 PY=.venv/bin/python
 X=../shared/external-traces
 for f in $X/*.json $X/*.json.gz; do n=$(basename $f); n=${n%.gz}; n=${n%.json}; $PY -m helpers diagnose $f > $D/out/ext_$n.txt 2>&1; done
@@ -18,7 +18,7 @@ for f in loop*.json train-*.json input-*.json attn-*.json block8x256x512_bf16_wa
   [ -f "$f" ] || continue
   (cd ../../.. && $PY -m helpers diagnose traces/reference/nvidia-h200/$f > $D/out/ref_${f%.json}.txt 2>&1)
 done
-cd "$(dirname "$0")/.."
+cd "$ROOT"
 $PY benchmarks/diagnose_calibration.py > $D/calibration.txt 2>&1
 cp docs/cheat-sheet.md $D/cheat-sheet.md
 echo done
