@@ -68,7 +68,11 @@ def _ranks(folder: str):
     """A folder of rank traces, read; what was skipped said on stderr, a line each."""
     from .facts.ranks import read_ranks
 
-    r = read_ranks(folder)
+    return _said(read_ranks(folder))
+
+
+def _said(r):
+    """``r`` (Ranks), with what its reading skipped or set aside said on stderr, a line each."""
     for name, why in r.skipped:
         print(one_line(f"skipped {name}: {why}"), file=sys.stderr)
     for name, why in r.set_aside:
@@ -132,7 +136,8 @@ def _diagnose(a: argparse.Namespace) -> int:
     if os.path.isdir(a.trace):
         from .advice.diagnose import diagnose_folder, folder_text
 
-        d = diagnose_folder(_ranks(a.trace))
+        d = diagnose_folder(a.trace)  # each trace read once
+        _said(d.ranks)
         if a.json:
             _print_json(d.to_json())
         else:

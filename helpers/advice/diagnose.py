@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass
 
 from .. import facts
-from ..facts.ranks import Ranks
+from ..facts.ranks import Ranks, read_ranks
 from ..reader.source import TraceError
 from ..reader.trace import read_trace
 from . import cpu_rules, gpu_rules, trace_rules
@@ -70,20 +70,28 @@ class FolderDiagnosis:
 
     together: list[Finding]
     alone: list[RankAlone]
+    ranks: Ranks | None = None  # what the folder's reading found (skipped files, events set aside)
 
     def to_json(self) -> dict:
         return {"together": [f.to_json() for f in self.together], "each_rank": [x.to_json() for x in self.alone]}
 
 
-def diagnose_folder(r: Ranks) -> FolderDiagnosis:
-    """:func:`helpers.advice.distributed.diagnose_ranks` on the folder, and :func:`diagnose` on each rank's file."""
+def diagnose_folder(r: "Ranks | str | os.PathLike") -> FolderDiagnosis:
+    """:func:`helpers.advice.distributed.diagnose_ranks` on the folder, and :func:`diagnose` on each rank's file.
+
+    Given the folder's path, each trace is read once: diagnosed alone while the ranks are read. Given ranks already
+    read, each rank's file is read again."""
+    if not isinstance(r, Ranks):
+        mine: list[RankAlone] = []
+        ranks = read_ranks(r, each=lambda t, k: mine.append(RankAlone(k, t.path, diagnose(t))))
+        return FolderDiagnosis(diagnose_ranks(ranks), sorted(mine, key=lambda x: x.rank), ranks)
     alone = []
     for row in r.ranks:
         try:
             alone.append(RankAlone(row.rank, row.path, diagnose(read_trace(row.path))))
         except TraceError:  # (read once already by read_ranks: changed since) the folder's findings still stand
             continue
-    return FolderDiagnosis(diagnose_ranks(r), alone)
+    return FolderDiagnosis(diagnose_ranks(r), alone, r)
 
 
 def folder_text(d: FolderDiagnosis) -> str:

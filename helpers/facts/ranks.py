@@ -18,7 +18,7 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .collectives import (COMMUNICATION_BOUND_SHARE, NOISE_PER_COLLECTIVE_US, Collective, Match, RankRow, Straggler,
                           clock_origin_us, find_straggler, match, rank_facts, rank_of, world_size_of)
@@ -136,7 +136,7 @@ def _load(t: Trace, rank: int) -> _Rank:
                  window(t) if len(t) else None, row, coll)
 
 
-def read_ranks(folder: str | Path) -> Ranks:
+def read_ranks(folder: str | Path, each: Callable[[Trace, int], None] | None = None) -> Ranks:
     """Read every rank trace in ``folder`` and compare the ranks.
 
     Every other entry (files not named ``*.json`` or ``*.json.gz``, JSON
@@ -146,7 +146,8 @@ def read_ranks(folder: str | Path) -> Ranks:
     :class:`TraceError`, with one line, for a folder with no rank trace left,
     and for traces that cannot be one job's: two with the same rank,
     different world sizes, a rank beyond the world size, or recordings that
-    do not overlap in time. One trace is held in memory at a time.
+    do not overlap in time. One trace is held in memory at a time; ``each``, if given, is called with it and its
+    rank while it is (so that a caller can read more from each trace without reading the file again).
     """
     if isinstance(folder, str) and not folder:
         raise TraceError("no folder named: the path given is empty")
@@ -179,6 +180,8 @@ def read_ranks(folder: str | Path) -> Ranks:
         if t.set_aside is not None:
             set_aside.append((p.name, t.set_aside.line()))
         loaded.append(_load(t, r))
+        if each is not None:
+            each(t, r)
         del t
     if not loaded:
         why = "; ".join(f"{name}: {reason}" for name, reason in skipped[:3])
