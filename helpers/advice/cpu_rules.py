@@ -24,6 +24,7 @@ from ..reader.trace import ANNOTATION, CPU_OP, DRIVER, RUNTIME, Trace
 from .findings import Context, Finding, Rule, Severity
 from .ledger import Gain, Side, Speedup
 from .rulebook import RuleId
+from . import trace_rules
 from .trace_rules import compile_tax, graph_phase
 
 SYNC_DEBUG = "https://docs.pytorch.org/docs/stable/generated/torch.cuda.set_sync_debug_mode.html"
@@ -511,6 +512,8 @@ def _cpu_bound(c: Context) -> Finding | None:
     left = c.ledger.left(Side.CPU, filling=False)
     if not left or b.window_us <= 0:
         return None
+    if trace_rules.apart(c):
+        return None  # the CPU's events all end before the GPU's first work: no gap between GPU work is the CPU's
     gaps = [e - s for s, e in b.waiting_for_cpu]
     claimed = b.waiting_for_cpu_us - total(intersection(left, b.waiting_for_cpu))
     ev = [f"in all the GPU waited for the CPU {us(b.waiting_for_cpu_us)} of the {us(b.window_us)} window "

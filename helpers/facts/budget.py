@@ -203,7 +203,12 @@ def budget(trace: Trace) -> Budget:
         else:  # launched during the stretch, then waited long: the CPU's part, then the queue's
             cpu.append((a, called))
             queued.append((called, b))
-    filling = intersection(cpu, [(max(lo, busy[0][0] - FILL_MAX_US), busy[0][0])]) if busy else []
+    # the queue filling ends where the first work could run: at its start, or where its launch call returned if it
+    # then sat queued (a GPU that started late: the CPU's path to that launch is still the filling)
+    first_at = busy[0][0] if busy else hi
+    if work and launch[0] >= 0 and trace.end_of(launch[0]) + late < first_at:
+        first_at = max(lo, trace.end_of(launch[0]))
+    filling = intersection(cpu, [(max(lo, first_at - FILL_MAX_US), first_at)]) if busy else []
     cpu = difference(cpu, filling)
     if busy:  # before the first GPU work, a CPU seen doing (almost) nothing is no CPU at work: not counted either
         lead = intersection(cpu, [(lo, busy[0][0])])
