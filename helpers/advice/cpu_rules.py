@@ -20,7 +20,7 @@ from ..facts import kernel_kinds as kk, step_facts as sf
 from ..facts.budget import EVEN_MARGIN, Budget
 from ..facts.text import nbytes, us
 from ..reader.spans import Spans, difference, intersection, merged, total
-from ..reader.trace import ANNOTATION, CPU_OP, DRIVER, RUNTIME, Trace
+from ..reader.trace import ANNOTATION, CPU_OP, DRIVER, MEMCPY, RUNTIME, Trace
 from .findings import Context, Finding, Rule, Severity
 from .ledger import Gain, Side, Speedup
 from .rulebook import RuleId
@@ -420,10 +420,15 @@ def _hidden_sync(c: Context) -> Finding | None:
         spans = merged(list(spans) + list(held))
         what = "the GPU idle in and after the waits and in the blocks around them, waiting for the CPU"
         basis = ("without the waits and the labelled blocks they sit in; the low end: half of that")
+    # while the CPU waited, the GPU ran the work it waited for; a copy among that work is the value the CPU asked
+    # for, which stays when the wait goes (a blocking copy from pageable memory: the wait is mostly the copy itself)
+    t = c.trace
+    waits = merged((s.start_us, s.start_us + s.dur_us) for s in found)
+    copies = merged((t.ts[j], t.end_of(j)) for j in t.indices((MEMCPY,)) if t.is_gpu(j))
     return c.claimed(f, what,
                      basis,
                      cpu=difference(spans, c.budget.filling), cpu_speedup=Speedup.gone(low=2.0),
-                     wait=merged((s.start_us, s.start_us + s.dur_us) for s in found))
+                     wait=difference(waits, copies) if copies else waits)
 
 
 #: a record_function block around the waits counts as the lines that read values when its median span is at most
@@ -479,7 +484,9 @@ def _unfused_optimizer(c: Context) -> Finding | None:
                 "launches and less GPU time per step; measure the step before and after")
     return c.claimed(f, "the optimizer's step: the GPU idle while the CPU ran it, and its GPU work",
                      f"fused=True {_fused_measured(impl)} against the {impl} implementation on the H200 reference set "
-                     f"(notebooks 12 and 16; taken as {cpu_speed.mid:g}x and {gpu_speed.mid:g}x)",
+                     f"(notebooks 12 and 16; taken as {cpu_speed.mid:g}x and {gpu_speed.mid:g}x, their mean; the "
+                     f"low end: the CPU time cut only {cpu_speed.low:g}x, set by what notebook 16 timed without the "
+                     f"profiler, which inflates each small op, and the GPU time {gpu_speed.low:g}x)",
                      cpu=_on_launcher(c, steps), cpu_speedup=cpu_speed,
                      gpu=merged((t.ts[j], t.end_of(j)) for j in kernels), gpu_speedup=gpu_speed)
 
@@ -519,7 +526,8 @@ def _cpu_bound(c: Context) -> Finding | None:
     ev = [f"in all the GPU waited for the CPU {us(b.waiting_for_cpu_us)} of the {us(b.window_us)} window "
           f"({b.share(b.waiting_for_cpu_us):.0%}), in {len(gaps):,} gap{'s' if len(gaps) != 1 else ''} before work not yet launched"
           + (f" ({sum(1 for g in gaps if 100 <= g < 1000):,} of them 0.1 to 1 ms)" if len(gaps) > 20 else "")
-          + (f"; the other findings claim {us(claimed)} of it, this one the {us(total(left))} no cause explains"
+          + (f"; the other findings claim {us(claimed)} of these gaps (their shares can also hold idle time outside "
+             f"them, before the first GPU work or behind queued work), this one the {us(total(left))} no cause explains"
              if claimed > 0.01 * b.window_us else ""),
           f"the GPU ran work {us(b.busy_us)} ({b.share(b.busy_us):.0%})"
           + (f"; it idled {us(b.queued_us)} more with its next work already launched (not the CPU's)"
@@ -538,9 +546,14 @@ def _cpu_bound(c: Context) -> Finding | None:
     if tiny:
         ev.append(f"{len(durs)} pieces of GPU work, median {us(statistics.median(durs))}; a launch call takes "
                   f"{us(statistics.median(launch))} (median) on the CPU")
-    if graph_phase(c) == "capture":
+    phase = graph_phase(c)
+    if phase == "capture":
         advice = ("this trace records CUDA-graph capture (see graph-capture): read a trace of the replays for the "
                   "steady step's CPU time")
+    elif phase == "replay":
+        advice = ("the step already replays CUDA graphs (see graph-replay): what is left between launches is the "
+                  "work outside the graphs; give each replay more work (a larger batch), or bring more of the step "
+                  "into the graph (the ops between replays), and keep Python out of the hot loop")
     else:
         advice = ("give each launch more work (larger batches or tensors), launch fewer kernels (fuse ops with "
                   "torch.compile, CUDA graphs: they pay off only where they replace many launches, since a compiled "
@@ -574,12 +587,14 @@ def _cpu_bound(c: Context) -> Finding | None:
     if speedup is not None and per_step is not None and per_step <= FEW_LAUNCHES:
         # nothing to fuse: a compiled call's own CPU cost can outweigh the launches it saves (notebook 08 measures it)
         speedup = None
-        ev.append(f"each step runs {per_step:.3g} piece{'s' if per_step != 1 else ''} of GPU work: fusing them or "
-                  "a CUDA graph removes a launch or two, while a compiled call has a CPU cost of its own, so no gain is sized here; what such a step "
-                  "can take is more work per launch (a larger batch or tensors)")
+        ev.append(f"each step runs {per_step:.3g} piece{'s' if per_step != 1 else ''} of GPU work: "
+                  + ("the step replays CUDA graphs already, so" if phase == "replay" else
+                     "fusing them or a CUDA graph removes a launch or two, while a compiled call has a CPU cost of "
+                     "its own, so") + " no gain is sized here; what such a step can take is more work per launch "
+                  "(a larger batch or tensors)")
     basis = ("if a fix halved the CPU's work between launches (how much fusion, CUDA graphs or larger batches "
-             "remove depends on the model); at best all the GPU idle it claims goes, and the rest of the "
-             "window stays")
+             f"remove depends on the model); the low end: that work {OVERHEAD.low:g}x faster (a fifth of it gone); "
+             "at best all the GPU idle it claims goes, and the rest of the window stays")
     x = loading(c)
     if x is not None and x.workers and not x.single:
         basis += "; unless the DataLoader's workers then set it (below)"

@@ -43,6 +43,11 @@ def _finding(*args: Any) -> Finding:
 
 
 _RANK_WINDOW = "the rank's recorded window"
+
+
+def _window_of(x: RankRow) -> str:
+    """What a share of one rank's window is of, naming the rank where there is one."""
+    return f"rank {x.rank}'s recorded window" if x.rank >= 0 else _RANK_WINDOW
 #: collective time with nothing beside it, when a fix hides it: half of it as a point figure, at best all
 OVERLAP = Speedup(2.0, 1.25, float("inf"))
 
@@ -84,7 +89,7 @@ def _communication_bound(rows: list[RankRow], folder: bool = True,
     worst = max(bound, key=lambda x: remains[x.rank] if named else x.exposed_us)
     f.size(remains[worst.rank] if named else worst.exposed_us, worst.window_us,
            "collective time with no compute beside it" + (", beyond its wait for later ranks" if named else ""),
-           _RANK_WINDOW)
+           _window_of(worst))
     if f.share is not None:
         who = remains[worst.rank] if named else worst.exposed_us
         f.gain = _hidden(worst, who, "if half of that collective time hid behind compute, at most the compute not "
@@ -111,7 +116,7 @@ def _low_overlap(rows: list[RankRow], covered: "Finding | None" = None) -> "Find
                  f"possible; DDP's gradient buckets, bucket_cap_mb: {_DDP}) and check that they run on their own "
                  "stream")
     worst = max(low, key=lambda x: x.exposed_us)
-    f.size(worst.exposed_us, worst.window_us, "collective time with no compute beside it", _RANK_WINDOW)
+    f.size(worst.exposed_us, worst.window_us, "collective time with no compute beside it", _window_of(worst))
     if f.share is not None:
         f.gain = _hidden(worst, worst.exposed_us, "if half of that collective time hid behind compute, at most the "
                                                   "compute not already beside a collective")
@@ -176,7 +181,8 @@ def _straggler(r: Ranks) -> "Finding | None":
         lateness = alone_us
     before = max(x.window_us for x in r.ranks)
     f.size(max(lateness, 0.0), before, f"the other ranks' wait for rank {s.rank} alone in the matched collectives"
-           + (" (some of that time their other GPU work ran beside them)" if gpu else ""), _RANK_WINDOW)
+           + (" (some of that time their other GPU work ran beside them)" if gpu else ""),
+           "the longest rank's recorded window")
     # The job takes as long as its slowest rank, and the others' wait for the straggler is the most that fixing it
     # can save (past that, another rank is the slowest). Where the straggler's own GPU work exceeds the others' by
     # enough to explain that wait, the fix removes the smaller of the two; where it does not, the trace does not

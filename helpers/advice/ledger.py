@@ -73,9 +73,11 @@ class Gain:
 
 
 def times(x: float) -> str:
-    """'1.4x', '12x', '340x': two figures below 10, whole numbers above (never '3.4e+02x')."""
+    """'1.04x', '1.4x', '12x', '340x': two decimals below 1.2, two figures below 10, whole numbers above."""
     if not math.isfinite(x):
         return "many times"
+    if x < 1.2:  # near 1x two figures hide the gain itself ("1x to 1.2x" reads as none to some)
+        return f"{x:.2f}x"
     return f"{x:.2g}x" if x < 10 else f"{x:,.0f}x"
 
 
@@ -148,8 +150,9 @@ class Ledger:
                 cut = gpu_us * (1 - 1 / s) if math.isfinite(s) else gpu_us
                 return gpu_step / max(gpu_step - cut, 1e-9)
             mid, high, low = max(mid, on_gpu(g.mid)), max(high, on_gpu(g.high)), min(low, mid)
-            basis += ("; Amdahl on the GPU's time, which sets the pace here; the low end: on the recorded window, "
-                      "where the time before the first GPU work and the CPU's own work stay")
+            basis += (f"; Amdahl on the GPU's time, which sets the pace here; the low end: that GPU work {g.low:g}x "
+                      "faster, on the recorded window, where the time before the first GPU work and the CPU's own "
+                      "work stay")
         return Gain(mid, low, high, basis, of)
 
 
