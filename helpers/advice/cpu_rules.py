@@ -566,8 +566,9 @@ def _cpu_bound(c: Context) -> Finding | None:
     severity = Severity.ISSUE
     if not b.cpu_paced:  # the GPU's work outlasts the CPU's: these gaps are the frame's remainder, not the step's pace
         ev.insert(0, f"the CPU's own work, {us(b.paced_cpu_us)} from the first GPU work on, is shorter than the GPU's, {us(b.busy_us + b.queued_us)}"
-                     + (f": about even (within {EVEN_MARGIN:.0%}), so neither side clearly sets the pace; these gaps "
-                        "are where the GPU waited" if b.about_even else
+                     + (f": about even (within {EVEN_MARGIN:.0%}), so the GPU sets the pace by a margin the "
+                        "profiler's own cost on the CPU could undo; these gaps are where the GPU waited"
+                        if b.about_even else
                         ": the GPU sets the pace, and these gaps are what is left between its work"))
         title = ("Kernels shorter than the calls that launch them, in part of the window" if tiny else
                  "Gaps between GPU work: the GPU waits for the CPU part of the time")

@@ -126,7 +126,8 @@ def first_line(findings: list[Finding]) -> str:
 
 #: how to read the list, printed under its first line
 LEGEND = ("(issue: a fix can win time back; its line says how much where the trace can tell. note: worth knowing, "
-          "or a fix that would gain little. The recorded window runs from the first profiler step (or event) to the "
+          "or a fix this trace does not show gaining much (its line says where it could gain more without the "
+          "profiler). The recorded window runs from the first profiler step (or event) to the "
           "last recorded activity. A finding's share is the part of that window it explains: GPU idle time (the GPU "
           "waiting while the CPU did something) or GPU busy time; no time is counted in two findings. Each gain is "
           "for that fix alone: fixes together gain less than their gains multiplied.)")

@@ -61,8 +61,9 @@ class Gain:
         if self.speedup < 1.05 and self.high < 1.05:
             return f"by this trace, fixing this alone should change {self.of} little (under 5%)"
         if self.speedup < 1.05:  # little as recorded, more where the other side would set the pace (the high end)
-            return (f"fixing this alone should change {self.of} little as recorded (under 5%), and up to "
-                    f"{times(self.high)} were the GPU to set the pace, as it may without the profiler")
+            return (f"as recorded, fixing this alone changes the profiled step little (under 5%); without the "
+                    f"profiler, which inflates the CPU's side, the GPU may set the pace, and then up to "
+                    f"{times(self.high)}: time it unprofiled to know")
         span = f" ({times(self.low)} to {times(self.high)})" if self.high / self.low > 1.1 else ""
         if self.of != "the step":
             if self.high / self.low > 10:  # a one-time cost's range this wide says only its low end usefully
