@@ -49,6 +49,7 @@ def _traces() -> list[Path]:
     files = sorted(H200.glob("*.json"), key=lambda p: -p.stat().st_size)[:6]
     if EXTERNAL.is_dir():
         files += [p for p in sorted(EXTERNAL.glob("*.json")) if p.stat().st_size > 1 << 17]
+        files += [p for p in sorted(EXTERNAL.glob("*.json.gz")) if p.stat().st_size > 1 << 17]  # read in parts too
     return files
 
 
@@ -145,16 +146,63 @@ def test_faults_in_a_workers_part_are_worded_as_one_process_words_them(fault, tm
     assert _message(path, 3, monkeypatch) == alone
 
 
-def test_gzip_and_other_encodings_are_read_by_one_process(tmp_path, small_parts, monkeypatch):
-    gz = tmp_path / "t.json.gz"
-    gz.write_bytes(gzip.compress(TRAINING.read_bytes()))
+def test_other_encodings_are_read_by_one_process(tmp_path, small_parts, monkeypatch):
     utf16 = tmp_path / "t16.json"
     utf16.write_bytes(TRAINING.read_text().encode("utf-16"))
+    bom = tmp_path / "bom.json.gz"
+    bom.write_bytes(gzip.compress(b"\xef\xbb\xbf" + TRAINING.read_bytes()))
     alone = columns(read(TRAINING, 1, monkeypatch))
-    for path in (gz, utf16):
+    for path in (utf16, bom):
         t = read(path, 3, monkeypatch)
         assert t.read_by["processes"] == 1
         assert columns(t) == alone
+
+
+@pytest.mark.parametrize("processes", [2, 3])
+def test_gzip_is_read_in_parts(tmp_path, processes, small_parts, monkeypatch):
+    """Each worker un-gzips the text before its part and finds its cut as the parent finds it: the same columns."""
+    gz = tmp_path / "t.json.gz"
+    gz.write_bytes(gzip.compress(TRAINING.read_bytes()))
+    t = read(gz, processes, monkeypatch)
+    assert t.read_by["processes"] == processes
+    assert columns(t) == columns(read(TRAINING, 1, monkeypatch))
+
+
+def test_gzip_members_and_a_wrong_trailer_cost_only_time(tmp_path, small_parts, monkeypatch):
+    """Two gzip members: the trailer gives the second's size only, so the plan is wrong; the columns are not."""
+    data = TRAINING.read_bytes()
+    gz = tmp_path / "two.json.gz"
+    gz.write_bytes(gzip.compress(data[:len(data) // 3]) + gzip.compress(data[len(data) // 3:]))
+    assert columns(read(gz, 3, monkeypatch)) == columns(read(TRAINING, 1, monkeypatch))
+
+
+@pytest.mark.parametrize("fault", ["cut short", "bad event"])
+def test_faults_in_a_gzip_workers_part_are_worded_as_one_process_words_them(fault, tmp_path, small_parts,
+                                                                              monkeypatch):
+    text = TRAINING.read_text()
+    at = text.index('"ph": "X"', len(text) * 3 // 4)
+    text = text[:at] if fault == "cut short" else text[:at] + text[at:].replace('"dur": ', '"dur": -', 1)
+    path = tmp_path / "faulty.json.gz"
+    path.write_bytes(gzip.compress(text.encode()))
+    alone = _message(path, 1, monkeypatch)
+    assert _message(path, 3, monkeypatch) == alone
+
+
+def test_a_gzip_worker_that_fails_costs_only_time(tmp_path, small_parts, monkeypatch):
+    gz = tmp_path / "t.json.gz"
+    gz.write_bytes(gzip.compress(TRAINING.read_bytes()))
+    alone = columns(read(gz, 1, monkeypatch))
+    real = trace_parts._read_part
+
+    def last_fails(path, parser, start, end, gz=False):
+        if end is None:  # the worker that reads to the list's end
+            raise MemoryError("no room")
+        return real(path, parser, start, end, gz)
+
+    monkeypatch.setattr(trace_parts, "_read_part", last_fails)
+    t = read(gz, 3, monkeypatch)
+    assert t.read_by["processes"] == 2  # the first worker's part kept, the rest read by the parent
+    assert columns(t) == alone
 
 
 def test_no_workers_beside_other_threads():

@@ -38,6 +38,23 @@ class Source:
     def __init__(self, size: int) -> None:
         self.size = size  # bytes, for a regular file; 0 for a pipe
         self.plain = False  # not gzip, UTF-8 without a byte order mark: an offset in the text is one in the file
+        #: gzip of UTF-8 without a byte order mark: an offset in the text is one in the un-gzipped stream
+        self.gzip = False
+        #: the text's size as far as it can be told before reading it (a gzip file's trailer: its last member's
+        #: size, modulo 4 GiB), 0 where it cannot: what the reader plans its parts with
+        self.text_size = size
+
+
+def _gzip_text_size(f: Any, size: int) -> int:
+    """The un-gzipped size a regular gzip file's trailer gives (0 if implausible): a plan, never trusted."""
+    try:
+        fd = f.fileno()
+        if size < 18 or os.pread(fd, 2, 0) != _GZIP_MAGIC:
+            return size
+        n = int.from_bytes(os.pread(fd, 4, size - 4), "little")
+    except (OSError, AttributeError, ValueError):
+        return 0
+    return n if n >= size else 0  # smaller than the file: several members, or over 4 GiB
 
 
 def open_text(path: Path) -> tuple[Iterator[bytes], Callable[[], None], Source]:
@@ -55,6 +72,8 @@ def open_text(path: Path) -> tuple[Iterator[bytes], Callable[[], None], Source]:
     except OSError as e:
         raise TraceError(f"{path}: cannot be read ({e.strerror or e})") from None
     source = Source(st.st_size if stat.S_ISREG(st.st_mode) else 0)
+    if source.size:
+        source.text_size = _gzip_text_size(f, source.size)
     blocks = _utf8(path, _raw_blocks(path, f, source), source)
 
     def close() -> None:
@@ -106,6 +125,7 @@ def _raw_blocks(path: Path, f: Any, source: Source) -> Iterator[bytes]:
                 yield block
                 block = f.read(BLOCK)
             return
+        source.gzip = source.size > 0  # _utf8 takes it back for another encoding
         d = zlib.decompressobj(31)
         pending = first
         read = len(first)  # compressed bytes read so far
@@ -190,7 +210,7 @@ def _utf8(path: Path, blocks: Iterator[bytes], source: Source) -> Iterator[bytes
             break
     enc = _encoding(head)
     if enc != "utf-8":
-        source.plain = False
+        source.plain = source.gzip = False
     if enc == "utf-8":
         if head:
             yield head

@@ -525,7 +525,7 @@ def read_trace(path: str | os.PathLike, parser: str | None = None,
     split = None
     try:
         b = ColumnBuilder(path)
-        n = trace_parts.processes(path, source.size)
+        n = trace_parts.processes(path, source.text_size)
         if n > 1:
             split = trace_parts.Split(path, parser, b, n, source, meanwhile)
         doc = Document(path, blocks, parser, part=split)
