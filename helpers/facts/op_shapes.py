@@ -192,7 +192,7 @@ def read_shapes(trace: Trace, wanted: set[tuple[str, float]] | None, ops: Any = 
     if held is not None:
         got: dict[tuple[str, float], list[tuple[Any, _Recorded]]] = {}
         names = {name for name, _ in wanted}
-        for i, text in held.items():
+        for i, text in (held.pairs() if hasattr(held, "pairs") else held.items()):
             name = trace.name_of(i)
             if name in names and (name, trace.ts[i]) in wanted:
                 got.setdefault((name, trace.ts[i]), []).append((trace.lanes[trace.lane[i]].tid,

@@ -101,7 +101,7 @@ def _keep(c: Columns, keep: list[bool]) -> None:
         col = getattr(c, name)
         setattr(c, name, array(col.typecode, compress(col, keep)))
     c.args.raw = {new[i]: a for i, a in c.args.raw.items() if keep[i]}
-    c.shapes = {new[i]: v for i, v in c.shapes.items() if keep[i]}
+    c.shapes = c.shapes.kept(new, keep)
     seq = [keep[i] for i in c.seq_event]
     c.seq_event = array(c.seq_event.typecode, [new[i] for i in compress(c.seq_event, seq)])
     c.seq_number = array(c.seq_number.typecode, compress(c.seq_number, seq))

@@ -17,6 +17,7 @@ the same columns.
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_left
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import compress, repeat
@@ -52,6 +53,86 @@ _fields = attrgetter("name", "cat", "pid", "tid", "ts", "dur", "args")
 _sequence = attrgetter("sequence")
 _dims = attrgetter("dims")
 _correlation = attrgetter("correlation")
+
+
+class ShapeTable(Mapping):
+    """CPU op event index -> its shape text (event_fields.shape_text), for the ops recorded with shapes.
+
+    Two arrays (the events, ascending as the reader meets them, and each one's text number) and each distinct
+    text once: a model's ops repeat their shapes layer after layer and step after step. A dict of tens of
+    thousands of entries costs about 100 bytes each; this, 12 (and a worker pickles it in a few copies).
+    """
+
+    __slots__ = ("events", "ids", "texts", "_number")
+
+    def __init__(self) -> None:
+        self.events = array("q")
+        self.ids = array("l")
+        self.texts: list[bytes] = []
+        self._number: dict[bytes, int] = {}
+
+    def add(self, event: int, text: bytes) -> None:
+        """Event ``event`` (above every event held) has the shapes ``text``."""
+        k = self._number.get(text)
+        if k is None:
+            k = self._number[text] = len(self.texts)
+            self.texts.append(text)
+        self.events.append(event)
+        self.ids.append(k)
+
+    def __getitem__(self, event: int) -> bytes:
+        events = self.events
+        k = bisect_left(events, event)
+        if k < len(events) and events[k] == event:
+            return self.texts[self.ids[k]]
+        raise KeyError(event)
+
+    def __contains__(self, event: object) -> bool:
+        events = self.events
+        k = bisect_left(events, event)  # type: ignore[arg-type]
+        return k < len(events) and events[k] == event
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.events)
+
+    def pairs(self) -> Iterator[tuple[int, bytes]]:
+        """(event, text) for every op held, in event order, without a lookup each."""
+        return zip(self.events, map(self.texts.__getitem__, self.ids))
+
+    def extend(self, other: "ShapeTable", shift: int) -> None:
+        """``other``'s ops, their event indices ``shift`` higher (all above those held): a worker's part joined."""
+        number = self._number
+        if len(number) != len(self.texts):  # unpickled: the texts' numbers are not sent
+            number.update((t, k) for k, t in enumerate(self.texts))
+        renum = array("l")
+        for t in other.texts:
+            k = number.get(t)
+            if k is None:
+                k = number[t] = len(self.texts)
+                self.texts.append(t)
+            renum.append(k)
+        self.events.extend(array("q", map(shift.__add__, other.events)))
+        self.ids.extend(array("l", map(renum.__getitem__, other.ids)))
+
+    def kept(self, new: list[int], keep: list[bool]) -> "ShapeTable":
+        """The ops whose events ``keep`` keeps, renumbered by ``new`` (the reader's events set aside)."""
+        out = ShapeTable()
+        out.texts, out._number = self.texts, self._number
+        for e, k in zip(self.events, self.ids):
+            if keep[e]:
+                out.events.append(new[e])
+                out.ids.append(k)
+        return out
+
+    def __getstate__(self) -> tuple:
+        return self.events, self.ids, self.texts
+
+    def __setstate__(self, state: tuple) -> None:
+        self.events, self.ids, self.texts = state
+        self._number = {}
 
 
 class ArgsTable(Mapping):
@@ -164,7 +245,7 @@ class Columns:
     seq_number: array = field(default_factory=lambda: array("q"))  # its "Sequence number"
     seq_fwd_thread: array = field(default_factory=lambda: array("q"))  # its "Fwd thread id", or -1
     # CPU ops recorded with their shapes (record_shapes=True): event index -> event_fields.shape_text
-    shapes: dict = field(default_factory=dict)
+    shapes: ShapeTable = field(default_factory=ShapeTable)
 
 
 class _NoName(Exception):
@@ -208,9 +289,6 @@ class ColumnBuilder:
         self.i = -1  # index of the last event read, timed or not
         self.n = 0  # timed events so far
         self.lone_ends = 0  # "E" events with no "B" before them on their thread
-        #: each distinct shape text once: a model's ops repeat their shapes layer after layer and step after step,
-        #: so the op events share one bytes object per text (less memory, and pickled once from a worker)
-        self.shape_texts: dict[bytes, bytes] = {}
 
     def _new_cat(self, cat: str) -> int:
         c = self.c
@@ -352,11 +430,10 @@ class ColumnBuilder:
                     seq_fwd(f if f.__class__ is int and -_INT64 <= f < _INT64 else -1)
         dims = list(map(_dims, argss))  # empty Raw (falsy) where an event has no Input Dims
         if any(dims):
-            seq_cat, shapes, same = self.seq_cat, c.shapes, self.shape_texts.setdefault
+            seq_cat, add = self.seq_cat, c.shapes.add
             for k in compress(range(len(xs)), dims):
                 if seq_cat[cat_ids[k]]:  # CPU ops only: their shapes are what the roofline reads
-                    text = shape_text(argss[k])
-                    shapes[n0 + k] = same(text, text)
+                    add(n0 + k, shape_text(argss[k]))
         c.name_id.fromlist(name_ids)
         c.cat_id.fromlist(cat_ids)
         c.ts.extend(ts)
@@ -486,8 +563,7 @@ class ColumnBuilder:
                     self._add_sequence(n, args)
                 d = args.dims if args.__class__ is not RangeArgs else None  # (a range event's args hold no shapes)
                 if d or d == []:
-                    text = shape_text(args)
-                    shapes[n] = self.shape_texts.setdefault(text, text)
+                    shapes.add(n, shape_text(args))
             n += 1
             c_name.append(ni)
             c_cat.append(ci)
@@ -536,8 +612,7 @@ class ColumnBuilder:
         c.dur.extend(part.dur)
         c.corr.extend(part.corr)
         c.args.raw.update(zip(map(n0.__add__, part.args.raw), part.args.raw.values()))
-        same = self.shape_texts.setdefault
-        c.shapes.update(zip(map(n0.__add__, part.shapes), (same(v, v) for v in part.shapes.values())))
+        c.shapes.extend(part.shapes, n0)
         m, pm = c.memory, part.memory
         for column in ("ts", "allocated", "reserved", "bytes", "device_type", "device_id"):
             getattr(m, column).extend(getattr(pm, column))

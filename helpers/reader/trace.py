@@ -127,7 +127,7 @@ class Trace:
         self.seq_event: array = c.seq_event  # CPU ops with a sequence number: their indices, ascending
         #: CPU ops recorded with their shapes: event index -> their Input Dims, Input type and Concrete Inputs as JSON
         #: texts joined by NUL (reader.event_fields.shape_text); empty without record_shapes
-        self.shapes: dict[int, bytes] = c.shapes
+        self.shapes = c.shapes  # a columns.ShapeTable
         self.seq_number: array = c.seq_number  # ... their "Sequence number"
         self.seq_fwd_thread: array = c.seq_fwd_thread  # ... their "Fwd thread id" (-1: none)
         self._seq: dict[int, int] | None = None  # event index -> position in the seq columns, once asked
