@@ -224,9 +224,10 @@ def _innermost_ops(trace: Trace, launches: list[int]) -> dict[int, int]:
     nesting them all costs more than the rest of the roofline."""
     if getattr(trace, "_parent", None) is not None:  # nested already: ask it
         return {i: _innermost_op(trace, i) for i in launches}
-    ops = trace.on_gpu((CPU_OP,), gpu=False)
+    ops = trace.on_gpu_array((CPU_OP,), gpu=False)
     if vector.fast(len(ops) + len(launches)):
         return vector.enclosing(trace, ops, launches)
+    ops = ops.tolist()
     lanes = {trace.lane[i] for i in launches}
     ops = [i for i in ops if trace.lane[i] in lanes]
     wanted = set(launches)

@@ -154,11 +154,8 @@ def annotation_gaps(trace: Trace, label: str | None = None) -> list[Gap]:
     st_starts = [s.start_us for s in st]
     ts = trace.ts
     lanes = {trace.lane[a] for a in wanted}
-    ops_by_lane: dict[int, tuple[list[float], list[int]]] = {}  # lane -> op starts, ascending, and the ops
-    for li, idx in trace.by_lane(trace.indices((CPU_OP,))).items():
-        if li in lanes:
-            idx, starts = vector.by_start(trace, idx)  # among ops that start together, the first in the file
-            ops_by_lane[li] = (starts, idx)
+    # lane -> op starts, ascending, and the ops (among ops that start together, the first in the file)
+    ops_by_lane = vector.starts_on_lanes(trace, trace.indices_array((CPU_OP,)), lanes)
     out = []
     for a in wanted:
         name = trace.name_of(a)
@@ -167,7 +164,7 @@ def annotation_gaps(trace: Trace, label: str | None = None) -> list[Gap]:
         k = bisect.bisect_left(starts, start)
         if k >= len(ops) or starts[k] > end:
             continue
-        first = ops[k]
+        first = int(ops[k])
         s = bisect.bisect_right(st_starts, start) - 1
         step = st[s].name if s >= 0 and start <= st[s].start_us + st[s].dur_us else None
         out.append(Gap(step, name, start, trace.ts[first] - start, trace.name_of(first)))

@@ -65,7 +65,9 @@ def select(trace: "EventColumns", cat_flags: list[bool], lane_flags: list[bool])
         mask = np.asarray(cat_flags, dtype=bool)[v["cat"]]
         if not all(lane_flags):
             mask &= np.asarray(lane_flags, dtype=bool)[v["lane"]]
-        return array("l", np.flatnonzero(mask).tolist())
+        out = array("l")
+        out.frombytes(np.flatnonzero(mask).astype(np.dtype("l"), copy=False).tobytes())  # no list of ints between
+        return out
     flags = map(cat_flags.__getitem__, trace.cat_id)
     if not all(lane_flags):
         flags = map(and_, flags, map(lane_flags.__getitem__, trace.lane))
@@ -130,6 +132,28 @@ def by_start(trace: "EventColumns", idx: list[int]) -> tuple[list[int], list[flo
         return ix.tolist(), ts[ix].tolist()
     idx = sorted(idx, key=trace.ts.__getitem__)
     return idx, list(map(trace.ts.__getitem__, idx))
+
+
+def starts_on_lanes(trace: "EventColumns", idx: Any, lanes: set[int]) -> dict[int, tuple[Any, Any]]:
+    """For each of ``lanes``: the events of ``idx`` on it, sorted by start (those that start together in the
+    order of ``idx``), as (their starts, the events): numpy arrays for a large trace (a few bytes an event, not
+    two lists of Python numbers), lists otherwise. For bisecting, and indexing."""
+    if fast(len(idx)):
+        ix = np.asarray(idx, dtype=np.int64)
+        v = _views(trace)
+        on = v["lane"][ix]
+        out = {}
+        for li in lanes:
+            o = ix[on == li]
+            o = o[np.argsort(v["ts"][o], kind="stable")]
+            out[li] = (v["ts"][o], o)
+        return out
+    res = {}
+    for li, part in by_code(trace, list(idx), "lane").items():
+        if li in lanes:
+            ordered, starts = by_start(trace, part)
+            res[li] = (starts, ordered)
+    return res
 
 
 def remap(codes: array, table: list[int]) -> array:
