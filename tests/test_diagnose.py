@@ -137,3 +137,53 @@ def test_recompile_is_read_from_the_region_names(tmp_path):
 def test_graph_break_is_not_called_a_recompile(tmp_path):
     found = {f.rule for f in diagnose(_compiled_cpu_trace(tmp_path, break_graph=True))}
     assert "graph-breaks" in found and "recompiles" not in found
+
+
+def test_hidden_sync_sizes_each_cause_alone(h200):
+    """A fix may remove some of the waits only (no loss.item() leaves the copies' waits): each cause's own gain,
+    the causes together the finding's (their savings add: no time is counted twice)."""
+    f = rules(h200, "loop_bf16_warm_eager")["hidden-sync"]
+    parts = {(p.cause, p.annotation): p for p in f.parts}
+    item = next(p for p in f.parts if p.cause == "aten::_local_scalar_dense")
+    assert ("aten::_to_copy", "to_device") in parts and ("aten::_to_copy", "loss") in parts
+    assert item.gain.speedup < min(parts["aten::_to_copy", "to_device"].gain.speedup,
+                                   parts["aten::_to_copy", "loss"].gain.speedup)
+    together = 1 / (1 - sum(1 - 1 / p.gain.speedup for p in f.parts))
+    assert abs(together - f.gain.speedup) < 0.01 * f.gain.speedup
+    assert [set(p) for p in f.to_json()["parts"]] == [{"cause", "annotation", "expected_speedup",
+                                                       "expected_speedup_range"}] * len(f.parts)
+
+
+def test_waits_inside_a_librarys_exchange_are_the_librarys():
+    """DLRM's rank 0: most waits sit in TorchRec's all-to-all awaitables: not called a user's copy, their blocks not
+    taken to shrink, and the advice names the library's pipelined loop."""
+    from conftest import EXTERNAL, diagnosed, ext
+
+    ext("param_dlrm_8rank")
+    path = next((EXTERNAL / "param_dlrm_8rank").glob("worker0*"))
+    f = {x.rule: x for x in diagnosed(str(path))}["hidden-sync"]
+    lib = [e for e in f.evidence if "AllToAllAwaitable" in e or "sparse_data_dist" in e]
+    assert lib and all("a distributed library's own exchange" in e and "usually a copy" not in e for e in lib)
+    assert not any("record_function block" in e and "shorten these blocks" in e for e in f.evidence)
+    assert "TrainPipelineSparseDist" in f.next
+
+
+def test_no_gpu_pace_high_end_where_the_dataloader_fills_the_step(h200):
+    """exam-2's GPU is busy a few percent of a window the DataLoader fills: no profiler makes the GPU set the pace,
+    so the unfused optimizer's note says little and nothing of 'the GPU may set the pace'."""
+    from conftest import ROOT
+
+    found = {x.rule: x for x in diagnose(read_trace(ROOT / "traces" / "exam" / "nvidia-h200" / "exam-2.json"))}
+    f = found["unfused-optimizer"]
+    assert "may set the pace" not in f.gain.words() and f.gain.high < 1.05
+
+
+def test_fp32_gemm_evidence_quotes_what_its_example_name_holds(h200):
+    from conftest import ROOT
+
+    found = {x.rule: x for x in diagnose(read_trace(ROOT / "traces" / "exam" / "nvidia-h200" / "exam-2.json"))}
+    line = found["fp32-gemm"].evidence[0]
+    example = line.split("e.g. ", 1)[1]
+    marker = example.rsplit(": ", 1)[1]
+    quoted = marker.split("'")[1]
+    assert quoted in example.rsplit(": ", 1)[0].lower()

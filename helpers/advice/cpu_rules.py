@@ -11,6 +11,7 @@ pattern but whose time an earlier rule claimed says nothing.
 from __future__ import annotations
 
 import bisect
+import re
 import statistics
 from collections import Counter
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from ..facts.budget import EVEN_MARGIN, Budget
 from ..facts.text import nbytes, us
 from ..reader.spans import Spans, difference, intersection, merged, total
 from ..reader.trace import ANNOTATION, CPU_OP, DRIVER, MEMCPY, RUNTIME, Trace
-from .findings import Context, Finding, Rule, Severity
+from .findings import Context, Finding, Part, Rule, Severity
 from .ledger import Gain, Side, Speedup, times
 from .rulebook import RuleId
 from . import trace_rules
@@ -190,9 +191,9 @@ def _input_bound(c: Context) -> Finding | None:
             alone = high
             high = max(high, w / max(gpu_step, x.loader_us / rates[2], 1e-9))
             if high > alone * 1.05:
-                basis += (f"; as recorded, faster loading alone gives at most {times(alone)} (the rest of the step "
-                          "stays); the high end: were that rest, profiled CPU work that the profiler inflates, to "
-                          "run at the GPU's pace without the profiler")
+                basis += (f"; with the rest of the step as recorded, faster loading alone gives at most "
+                          f"{times(alone)}; the high end: the step at the GPU's own pace, were that rest's CPU work to "
+                          "run as fast (a profiled trace cannot say how it runs without the profiler: time the fix)")
         got.gain = Gain(speed(rates[0]), speed(rates[1]), high, basis)
     return got
 
@@ -330,6 +331,18 @@ def syncs(c: Context) -> list[sf.Sync]:
     return c.once("syncs", lambda: sf.hidden_syncs(c.trace))
 
 
+#: the labels a distributed library puts around its own collective exchanges (TorchRec's '## ... ##' blocks: its
+#: all-to-all awaitables, its input distribution): a wait inside one is the library's, not a line of the user's
+_LIBRARY_EXCHANGE = re.compile(r"(?i)all_?to_?all|all2all|awaitable|input_dist|data_dist|output_dist")
+TORCHREC_PIPELINE = ("https://github.com/meta-pytorch/torchrec/blob/main/torchrec/distributed/train_pipeline/"
+                     "train_pipelines.py")
+
+
+def library_exchange(annotation: str | None) -> bool:
+    """Whether this label is a distributed library's collective exchange (see :data:`_LIBRARY_EXCHANGE`)."""
+    return bool(annotation) and _LIBRARY_EXCHANGE.search(annotation) is not None
+
+
 def _group_text(group: list[sf.Sync], idle_us: float) -> str:
     s = group[0]
     what = s.cause_op or s.op or s.calls[-1]
@@ -342,6 +355,8 @@ def _group_text(group: list[sf.Sync], idle_us: float) -> str:
     waited = sum(x.dur_us for x in group)
     longest = max(x.dur_us for x in group)
     usual = f" (usually {s.cause})" if s.cause else ""
+    if library_exchange(s.annotation):
+        usual = " (inside a distributed library's own exchange, as its label says: the library waits here, not a line of yours)"
     return (f"{len(group)} x {what}{where}: {' + '.join(s.calls)}{copy}, {us(waited)} in all (the longest "
             f"{us(longest)}); the GPU idle {us(idle_us)} in and after them, waiting for the CPU{usual}")
 
@@ -385,6 +400,10 @@ def _hidden_sync(c: Context) -> Finding | None:
     tips: list[str] = []
 
     def tip(s: sf.Sync) -> str | None:
+        if library_exchange(s.annotation):
+            return ("the waits in a library's exchange (its '## ... ##' labels) are the library's: its pipelined "
+                    "training loop may hide them behind compute (TorchRec's TrainPipelineSparseDist overlaps the next "
+                    f"batch's input distribution with this batch's forward and backward: {TORCHREC_PIPELINE})")
         if s.cause_op in ("aten::_local_scalar_dense", "aten::is_nonzero"):
             return ("keep values such as the loss on the GPU and read them (.item()) every N steps, not every step; "
                     "decide with tensor ops (torch.where) instead of `if tensor:`")
@@ -428,6 +447,20 @@ def _hidden_sync(c: Context) -> Finding | None:
     t = c.trace
     waits = merged((s.start_us, s.start_us + s.dur_us) for s in found)
     copies = merged((t.ts[j], t.end_of(j)) for j in t.indices((MEMCPY,)) if t.is_gpu(j))
+    # each cause alone (a fix may remove some of the waits only: no .item() leaves the copies' waits), sized
+    # before this finding claims the time, on what the findings before it left
+    parts = []
+    for k in ordered:
+        g = groups[k]
+        own = merged(list(merged(sp for x in g for sp in _wait_spans(c, x))) + list(blocks.get(k[1] or "", [])))
+        got = total(intersection(free, own))
+        w = merged((x.start_us, x.start_us + x.dur_us) for x in g)
+        w = difference(w, copies) if copies else w
+        waited = total(difference(intersection(w, c.budget.busy),
+                                  merged(list(c.budget.collectives) + list(c.ledger.removed))))
+        parts.append(Part(k[0], k[1], c.ledger.gain(basis, cpu_us=got, cpu=Speedup.gone(low=2.0),
+                                                    wait_us=waited if c.budget.cpu_paced else 0.0)))
+    f.parts = parts
     return c.claimed(f, what,
                      basis,
                      cpu=difference(spans, c.budget.filling), cpu_speedup=Speedup.gone(low=2.0),
@@ -446,7 +479,9 @@ def _sync_blocks(c: Context, found: list[sf.Sync]) -> dict[str, list[tuple[float
         return {}
     step_us = statistics.median(x.dur_us for x in st)
     out: dict[str, list[tuple[float, float]]] = {}
-    for name in {s.annotation for s in found if s.annotation and not s.annotation.startswith("ProfilerStep#")}:
+    # (not a library's exchange: nothing says a fix of the user's shortens the library's own blocks)
+    for name in {s.annotation for s in found if s.annotation and not s.annotation.startswith("ProfilerStep#")
+                 and not library_exchange(s.annotation)}:
         ev = [i for i in t.indices((ANNOTATION,), name=name) if not t.is_gpu(i)]
         held = [i for i in ev if any(t.ts[i] <= s.start_us <= t.end_of(i) for s in found if s.annotation == name)]
         if held and statistics.median(t.dur[i] for i in held) <= SYNC_BLOCK_SHARE * step_us:
@@ -487,9 +522,10 @@ def _unfused_optimizer(c: Context) -> Finding | None:
                 "launches and less GPU time per step; measure the step before and after")
     return c.claimed(f, "the optimizer's step: the GPU idle while the CPU ran it, and its GPU work",
                      f"fused=True {_fused_measured(impl)} against the {impl} implementation on the H200 reference set "
-                     f"(notebooks 12 and 16; taken as {cpu_speed.mid:g}x and {gpu_speed.mid:g}x, their mean; the "
-                     f"low end: the CPU time cut only {cpu_speed.low:g}x, set by what notebook 16 timed without the "
-                     f"profiler, which inflates each small op, and the GPU time {gpu_speed.low:g}x)",
+                     f"(notebooks 12 and 16; taken as {cpu_speed.mid:g}x and {gpu_speed.mid:g}x"
+                     + (", the pairs' mean" if len(FUSED_PAIRS[impl]) > 1 else "") +
+                     f"; the low end: the CPU time cut only {cpu_speed.low:g}x, as notebook 16 timed it without the "
+                     f"profiler, and the GPU time {gpu_speed.low:g}x)",
                      cpu=_on_launcher(c, steps), cpu_speedup=cpu_speed,
                      gpu=merged((t.ts[j], t.end_of(j)) for j in kernels), gpu_speedup=gpu_speed)
 
@@ -537,8 +573,11 @@ def _cpu_bound(c: Context) -> Finding | None:
              if b.queued_us > 0.01 * b.window_us else "")]
     fill = total(intersection(c.ledger.left(Side.CPU), b.filling))  # what no cause claimed of it
     if fill > 0.01 * b.window_us and b.busy:
-        ev.append(f"not counted: the {us(fill)} before the first GPU work ({us(b.busy[0][0] - b.lo)} into the "
-                  "window), while the CPU made its first launch; in a steady loop the CPU is already ahead of the GPU "
+        start = us(b.busy[0][0] - b.lo)
+        ev.append((f"not counted: the {us(fill)} before the first GPU work (which starts {start} into the window) "
+                   "that no other finding claims" if fill < 0.95 * (b.busy[0][0] - b.lo) else
+                   f"not counted: the {us(fill)} before the first GPU work ({start} into the window)")
+                  + ", while the CPU made its first launch; in a steady loop the CPU is already ahead of the GPU "
                   "when a step starts, so no step pays this")
     where = _where_the_cpu_was(c, left)
     if where:

@@ -41,6 +41,23 @@ CAUSES_OF_IDLE = (RuleId.INPUT_BOUND, RuleId.HIDDEN_SYNC, RuleId.COMPILE_TAX, Ru
 GPU_SIDE = (RuleId.FP32_GEMM, RuleId.KERNEL_VARIANCE, RuleId.ADDMM_BIAS_COPY)
 
 
+@dataclass(frozen=True)
+class Part:
+    """One cause among a finding's (a group of waits for the GPU, say), and what removing it alone should bring."""
+
+    cause: str  # the op or call that waits ("aten::_local_scalar_dense": .item())
+    annotation: str | None  # the record_function block it sits in, if any
+    gain: Gain  # removing this cause alone, the others left as they are
+
+    def to_json(self) -> dict[str, Any]:
+        return {"cause": self.cause, "annotation": self.annotation, "expected_speedup": _num(self.gain.speedup),
+                "expected_speedup_range": [_num(self.gain.low), _num(self.gain.high)]}
+
+
+def _num(x: float | None) -> float | None:
+    return round(x, 3) if x is not None and math.isfinite(x) else None
+
+
 @dataclass
 class Finding:
     rule: RuleId
@@ -53,6 +70,7 @@ class Finding:
     of: str = ""  # what that time is: "GPU idle", "the DataLoader's __next__", ...
     base: str = ""  # what the share is of: "the recorded steps", "the recorded window"
     gain: Gain | None = None  # what fixing it should bring (issues; None: the finding cannot say)
+    parts: list[Part] = field(default_factory=list)  # its causes one by one, where a fix may remove only some
 
     def __post_init__(self) -> None:
         # a rule id or severity given as its word ("cpu-bound") is taken, and a misspelt one fails here
@@ -102,7 +120,8 @@ class Finding:
                 "expected_speedup": num(g.speedup) if g else None,
                 "expected_speedup_range": [num(g.low), num(g.high)] if g else None,
                 "basis": g.basis if g else None,
-                "expected_speedup_of": g.of if g else None}  # "the step", or "the recording" for a one-time cost
+                "expected_speedup_of": g.of if g else None,  # "the step", or "the recording" for a one-time cost
+                "parts": [p.to_json() for p in self.parts]}
 
 
 @dataclass

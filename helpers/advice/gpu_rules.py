@@ -62,6 +62,18 @@ def _op_chain(t: Trace, j: int) -> str:
     return ops[0] if len(ops) == 1 else f"{ops[0]} (in {ops[-1]})"
 
 
+def _fp32_marker(name: str) -> str:
+    """What in this float32 GEMM kernel's name says it runs on the CUDA cores, in words."""
+    low = name.lower()
+    for mark, words in (("simt", "'simt' (CUTLASS's CUDA-core class)"),
+                        ("ffma", "'ffma' (the CUDA cores' float32 fused multiply-add)")):
+        if mark in low:
+            return f"{words} in its name"
+    if "sgemm" in low:
+        return "'sgemm' (BLAS's float32 GEMM) with no tensor-core instruction shape in its name"
+    return "a float32 GEMM name with no tensor-core instruction in it"
+
+
 def _fp32_gemms(c: Context) -> Finding | None:
     t = c.trace
     cc = sf.compute_capability(t)
@@ -72,9 +84,10 @@ def _fp32_gemms(c: Context) -> Finding | None:
     if simt is None or simt.share < FP32_GEMM_SHARE:
         return None
     gemm_total = sum(g.total_us for g in groups)
+    example = simt.names[0]
     ev = [f"{simt.count} GEMM kernels, {us(simt.total_us)} of {us(gemm_total)} GEMM time ({simt.share:.0%}), have "
-          f"names that say float32 on the CUDA cores ('simt' or 'ffma' in the name: plain float32 multiply-adds, "
-          f"no tensor cores), e.g. {short(simt.names[0], 70)}",
+          f"names that say float32 on the CUDA cores (plain float32 multiply-adds, no tensor cores), e.g. "
+          f"{short(example, 70)}: {_fp32_marker(example)}",
           f"this GPU ({t.device_name}, compute capability {cc[0]}.{cc[1]}) has tensor cores that run TF32, "
           "from compute capability 8.0 on"]
     tf32 = next((g for g in groups if g.math == kk.TF32), None)

@@ -172,7 +172,8 @@ def _occupancy_queries(c: Context) -> Finding | None:
     steps_with = [s for s, q in per_step if q]
     if per_step:
         ev.append(f"in {len(steps_with)} of {len(per_step)} recorded steps"
-                  + (f" ({', '.join(steps_with[:4])})" if steps_with else ""))
+                  + (f" ({', '.join(steps_with)})" if 0 < len(steps_with) <= 4 else
+                     f" ({', '.join(steps_with[:3])} ... {steps_with[-1]})" if steps_with else ""))
     if not per_step:
         advice = ("this trace has no profiler steps to place them in; the kernels launched after them come from the "
                   "library that asked (the ops above name it): judge those by their resources and throughput")

@@ -50,6 +50,16 @@ def issue_against_gpu(run, timed) -> Spread | None:
     return ratio_range(timed.spread("eager"), gpu_calls.per_call(run))
 
 
+def _kinds_of_work(t) -> str:
+    """How many distinct kernels ran, and what other GPU work (copies, memsets), from the trace's categories."""
+    from ..reader.categories import KERNEL
+
+    kernels = len({t.name_of(j) for j in t.on_gpu((KERNEL,))})
+    other = len({t.name_of(j) for j in facts.gpu_work(t)}) - kernels
+    return (f"{kernels} different kernels ran" + (f", and {other} other kind{'s' if other != 1 else ''} of GPU work "
+            "(copies, memsets)" if other > 0 else ""))
+
+
 def blocks(run, timed) -> None:
     """11.blocks: what diagnose() puts first for the two transformer blocks, and whether it holds unprofiled."""
     found = diagnose(run.trace)
@@ -73,7 +83,7 @@ def blocks(run, timed) -> None:
         return widgets.verdict(
             answer == actual,
             f"On this run the GPU is busy {b.gpu_busy_share:.0%} of the window, and its time is {b.ratio:.0%} of the "
-            f"CPU's. {len(run.summary.kernels)} different kernels ran; each finding above lists its evidence from "
+            f"CPU's. {_kinds_of_work(run.trace)}; each finding above lists its evidence from "
             f"the trace and the notebook that explains it.{plain}", actual=actual)
 
     widgets.ask("11.blocks", "What will diagnose() report as the main issue for the two transformer blocks?",
