@@ -614,7 +614,8 @@ def _cpu_bound(c: Context) -> Finding | None:
         severity = Severity.NOTE
     speedup: Speedup | None = OVERHEAD
     label = "the GPU idle while the CPU launched the next work"
-    if b.busy and all(s >= b.busy[-1][1] - 1e-6 for s, _ in b.waiting_for_cpu):
+    after_last = bool(b.busy) and all(s >= b.busy[-1][1] - 1e-6 for s, _ in b.waiting_for_cpu)
+    if after_last:
         # every wait comes after the GPU's last work: no launch was waited for, only the window's end (a script
         # that runs one kernel and then goes on in Python): no gap between two pieces of work shows the pace
         ev[0] = (f"the GPU waited {us(b.waiting_for_cpu_us)} of the {us(b.window_us)} window "
@@ -646,7 +647,7 @@ def _cpu_bound(c: Context) -> Finding | None:
         ev.append("the DataLoader's workers make the batches in other processes, outside this trace: how fast they "
                   "do is not here, and once the main process is quicker they may set the pace instead (time the "
                   "loop without the model to know, as notebook 16 does)")
-    f = Finding(rule, title, severity, ev, advice)
+    f = Finding(rule, title, severity, ev, advice, says_little=after_last)
     return c.claimed(f, label, basis, cpu=left, cpu_speedup=speedup)
 
 

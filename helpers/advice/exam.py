@@ -47,7 +47,7 @@ NO_STRAGGLER = "neither: the ranks keep pace with each other"
 
 LAUNCHES = "fewer, larger launches (batch the work, fuse ops, CUDA graphs)"
 FUSE = "fuse the memory-bound kernels (torch.compile, a fused op)"
-NEAR_PEAK = "nothing cheap: the kernels already run near the GPU's peak"
+NEAR_PEAK = "nothing cheap: the kernels already run at half the GPU's peak or more"
 PRECISION = "lower-precision matmuls (TF32 or 16-bit)"
 WORKERS = "prepare the batches in DataLoader workers"
 SYNCS = "remove the lines that make the CPU wait for the GPU"

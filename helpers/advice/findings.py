@@ -71,6 +71,9 @@ class Finding:
     base: str = ""  # what the share is of: "the recorded steps", "the recorded window"
     gain: Gain | None = None  # what fixing it should bring (issues; None: the finding cannot say)
     parts: list[Part] = field(default_factory=list)  # its causes one by one, where a fix may remove only some
+    #: a note about what this trace cannot tell (a window with no gap between two pieces of GPU work): after the
+    #: notes that say something of it, whatever its share
+    says_little: bool = False
 
     def __post_init__(self) -> None:
         # a rule id or severity given as its word ("cpu-bound") is taken, and a misspelt one fails here
@@ -203,7 +206,8 @@ def rank(found: list[Finding]) -> list[Finding]:
     say) that accounts for less than :data:`NOTE_BELOW` of the window, is reported as a note. Issues come first,
     by their expected gain; one that cannot size its gain is placed as if its fix halved the time it accounts for
     (:data:`UNSIZED_AS`, Amdahl on its share: a place in the order, never printed), so that a compiled region
-    holding 72% of the window is not put after a 1.1x remainder. Notes follow, by their share. The findings'
+    holding 72% of the window is not put after a 1.1x remainder. Notes follow, by their share, those that say
+    what the trace cannot tell (:attr:`Finding.says_little`) last. The findings'
     shares do not overlap (:class:`helpers.advice.ledger.Ledger`), so a cause that explains the GPU's idle time
     comes before what remains of it (the CPU-bound finding) by the size of what it explains.
     """
@@ -223,5 +227,5 @@ def rank(found: list[Finding]) -> list[Finding]:
             else:
                 place = 0.0
             return (0, -place, f.gain is None, -(f.share or 0.0))
-        return (1, f.share is None, -(f.share or 0.0))
+        return (1, f.says_little, f.share is None, -(f.share or 0.0))
     return sorted(found, key=key)

@@ -513,6 +513,12 @@ def _left(bench: Bench, final, fed: Comparison) -> None:
             verdict = "inconclusive here: the spread spans both readings"
         test = (f" The test: the input alone (each step only fetches and copies its batch) takes {r.text()} of the "
                 f"whole step's time, round by round: {verdict}. ({html.escape(fed.source)}.)")
+        if lo >= 0.8 and found and found[0].rule in (RuleId.CPU_BOUND, RuleId.TINY_KERNELS):
+            # the trace's first finding reads the profiled step; the timing says what sets the pace without it
+            test += (" So diagnose's first line above reads the profiled trace, whose CPU side the profiler "
+                     "lengthens: without the profiler, the input sets the pace, and a fix on the CPU's launches "
+                     "alone would gain little until the input is faster. A trace says where the time went while "
+                     "it was recorded; a timing without the profiler says which fix pays.")
     show.md(f"From {_ms(first).median:.1f} ms to {_ms(last).median:.1f} ms a step"
             + (f" ({t.text()} shorter)" if t is not None else "") + ". What the trace of the fixed loop says now: "
             + html.escape(diagnose.first_line(found))
