@@ -565,8 +565,8 @@ def _cpu_bound(c: Context) -> Finding | None:
     ev = [f"in all the GPU waited for the CPU {us(b.waiting_for_cpu_us)} of the {us(b.window_us)} window "
           f"({b.share(b.waiting_for_cpu_us):.0%}), in {len(gaps):,} gap{'s' if len(gaps) != 1 else ''} before work not yet launched"
           + (f" ({sum(1 for g in gaps if 100 <= g < 1000):,} of them 0.1 to 1 ms)" if len(gaps) > 20 else "")
-          + (f"; the other findings claim {us(claimed)} of these gaps (their shares can also hold idle time outside "
-             f"them, before the first GPU work or behind queued work), this one the {us(total(left))} no cause explains"
+          + (f"; other findings here explain {us(claimed)} of these gaps (their shares may also count idle time "
+             f"outside the gaps), and this one counts the other {us(total(left))}, which no named cause explains"
              if claimed > 0.01 * b.window_us else ""),
           f"the GPU ran work {us(b.busy_us)} ({b.share(b.busy_us):.0%})"
           + (f"; it idled {us(b.queued_us)} more with its next work already launched (not the CPU's)"

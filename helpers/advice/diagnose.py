@@ -125,12 +125,12 @@ def first_line(findings: list[Finding]) -> str:
 
 
 #: how to read the list, printed under its first line
-LEGEND = ("(issue: a fix can win time back; its line says how much where the trace can tell. note: worth knowing, "
-          "or a fix this trace does not show gaining much (its line says where it could gain more without the "
-          "profiler). The recorded window runs from the first profiler step (or event) to the "
-          "last recorded activity. A finding's share is the part of that window it explains: GPU idle time (the GPU "
-          "waiting while the CPU did something) or GPU busy time; no time is counted in two findings. Each gain is "
-          "for that fix alone: fixes together gain less than their gains multiplied.)")
+LEGEND = ("(How to read this. [issue]: fixing it should win time back, and its second line says how much. [note]: "
+          "worth knowing, but this trace shows its fix gaining little. The recorded window is the time from the "
+          "first profiler step (or the first event) to the last thing recorded. Each finding's share is the part of "
+          "that window it explains, either time the GPU sat idle or time it was busy; no stretch of time is counted "
+          "in two findings. Each gain is for that one fix on its own; two fixes together gain less than their two "
+          "gains multiplied.)")
 
 
 def text(findings: list[Finding]) -> str:

@@ -138,6 +138,11 @@ def _hidden(x: RankRow, exposed_us: float, basis: str) -> "Gain | None":
                 basis + f" ({us(free)} of compute is not beside a collective now)")
 
 
+#: a straggler whose own trace records no op for at least this share of its window is told so (exam-9's rank 0:
+#: two thirds of it); a few percent of any trace falls between ops
+UNRECORDED_SHARE = 0.2
+
+
 def _straggler(r: Ranks) -> "Finding | None":
 
     s = r.straggler
@@ -210,8 +215,12 @@ def _straggler(r: Ranks) -> "Finding | None":
         why = (f"rank {s.rank}'s GPU work is {us(excess)} more than the others' median ({us(me.compute_us)} against "
                f"{us(others_compute)}), less than half of the {us(lateness)} the others wait for it: what delays it "
                "is mostly elsewhere")
+    quiet = (f"; its trace records no op on any CPU thread for {us(me.unrecorded_us)} of its "
+             f"{us(me.window_us)} window ({me.unrecorded_us / me.window_us:.0%}): Python between ops, sleeping or "
+             "waiting on input the profiler does not see, one of them a hypothesis to test"
+             if me.window_us > 0 and me.unrecorded_us >= UNRECORDED_SHARE * me.window_us else "")
     ev.append(why + (" (its ops, its input, or time no op recorded)" if not gpu else
-                     " (its CPU side, its input, or something before the recording)")
+                     " (its CPU side, its input, or something before the recording)") + quiet
               + f", so no gain is sized; the others' wait bounds it: were the delay gone, the job would be at most "
                 f"{bound:.2g}x faster")
     return f

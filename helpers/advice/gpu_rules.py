@@ -309,7 +309,8 @@ def _gpu_bound(c: Context) -> Finding | None:
     if trace_rules.apart(c):
         return None  # (the CPU's events all end before the GPU's first work: no pace can be read; gpu-behind says so)
     ev = [f"the GPU ran work {us(b.busy_us)} of the {us(b.window_us)} window ({b.share(b.busy_us):.0%}); the CPU's "
-          f"own work from the first GPU work on took {us(b.paced_cpu_us)}"
+          f"own work from the first GPU work on (the launching thread's time in its events, less its waits for the GPU) "
+          f"took {us(b.paced_cpu_us)}"
           + (f": about even (within {EVEN_MARGIN:.0%}), so the GPU sets the pace by a margin the profiler's own cost "
              "on the CPU could undo" if b.about_even else "")]
     shape = roofline.dominant(roofline.roofline(c.trace))

@@ -74,8 +74,8 @@ class Gain:
         span = f" ({times(self.low)} to {times(self.high)})" if self.high / self.low > 1.1 else ""
         if self.of != "the step":
             if self.high / self.low > 10:  # a one-time cost's range this wide says only its low end usefully
-                return (f"without it {self.of} should be at least {times(self.low)} shorter (up to "
-                        f"{times(self.high)} were all of it gone: a figure for this recording only)")
+                return (f"without it {self.of} should be at least {times(self.low)} shorter (most of this recording "
+                        "is this one-time cost: a figure for this recording, not for a step of the loop)")
             return f"without it {self.of} should be about {times(self.speedup)} shorter{span}"
         return f"fixing this should make the step about {times(self.speedup)} faster{span}"
 
@@ -161,7 +161,8 @@ class Ledger:
                 cut = gpu_us * (1 - 1 / s) if math.isfinite(s) else gpu_us
                 return gpu_step / max(gpu_step - cut, 1e-9)
             mid, high, low = max(mid, on_gpu(g.mid)), max(high, on_gpu(g.high)), min(low, mid)
-            basis += (f"; Amdahl on the GPU's time, which sets the pace here; the low end: that GPU work {g.low:g}x "
+            basis += (f"; Amdahl's law on the GPU's time, which sets the pace here (the step shrinks by what the "
+                      f"fix saves of that time, no more); the low end: that GPU work {g.low:g}x "
                       "faster, on the recorded window, where the time before the first GPU work and the CPU's own "
                       "work stay")
         return Gain(mid, low, high, basis, of)

@@ -45,7 +45,7 @@ from .text import us
 from ..reader import vector
 from ..reader.spans import merged, total
 from ..reader.spans import clipped
-from ..reader.trace import Trace
+from ..reader.trace import CPU_OP, DRIVER, RUNTIME, Trace
 
 
 #: exposed collective time over GPU busy time at or above which a rank is communication-bound
@@ -108,6 +108,9 @@ class RankRow:
     wait_us: float | None = None  # inside matched collectives, beyond the quickest rank's time
     last_arrivals: int | None = None  # matched collectives it entered last, beyond noise
     median_late_us: float | None = None  # median delay of its entry behind the first rank's
+    #: in the window, time in which no CPU thread ran a recorded op, runtime or driver call (Python between ops,
+    #: sleeping, waiting on I/O: what the profiler does not see)
+    unrecorded_us: float = 0.0
 
     @property
     def exposed_share(self) -> float | None:
@@ -192,8 +195,11 @@ def rank_facts(trace: Trace, rank: int, shift_us: float = 0.0) -> tuple[RankRow,
     verdict = b.verdict
     if coll and b.gpu_busy_us > 0 and exposed / b.gpu_busy_us >= COMMUNICATION_BOUND_SHARE:
         verdict = COMMUNICATION_BOUND
+    ops = trace.on_gpu((CPU_OP, RUNTIME, DRIVER), gpu=False)
+    recorded = total(clipped(vector.spans(trace, ops), lo, hi)) if ops else 0.0
     row = RankRow(
         rank=rank, path=str(trace.path), device=trace.device_name, window_us=b.window_us,
+        unrecorded_us=max(b.window_us - recorded, 0.0) if ops else 0.0,
         gpu_busy_us=b.gpu_busy_us, idle_us=max(b.window_us - b.gpu_busy_us, 0.0),
         idle_pct=100.0 * b.gpu_idle_share if b.gpu_idle_share is not None else None,
         self_cpu_us=b.self_cpu_us, compute_us=sum(e - s for s, e in comp_spans), collective_us=coll_time,

@@ -120,7 +120,15 @@ class Spread:
             return f"{f(self.median)} (one sample)"
         if self.paired_from is not None:
             a, b = self.paired_from
+            if min(a, b) < 2:
+                return f"{f(self.median)} (from {a} and {b} samples: too few for a spread)"
+            if f(lo) == f(hi):
+                return f"{f(self.median)} (the same, to this precision, in every pairing of {a} and {b} samples)"
             return f"{f(self.median)} (IQR {f(lo)} to {f(hi)} over every pairing of {a} and {b} samples)"
+        if self.n == 2:  # two samples make no spread: say both
+            return f"{f(self.median)} (the mean of 2 samples, {f(lo)} and {f(hi)}: too few for a spread)"
+        if self.n == 3:  # the quartiles of three are their ends: call them that
+            return f"{f(self.median)} (3 samples, from {f(lo)} to {f(hi)})"
         return f"{f(self.median)} (IQR {f(lo)} to {f(hi)}, {self.n} samples)"
 
     def to_json(self) -> dict[str, Any]:
@@ -204,6 +212,8 @@ class Estimate:
 
     def text(self, fmt: Callable[[float], str] | None = None) -> str:
         f = fmt or _fmt(self.unit)
+        if self.n < 3:
+            return f"{f(self.mid)} (from {self.n} sample{'s' if self.n != 1 else ''}: too few for a range)"
         if not (math.isfinite(self.lo) and math.isfinite(self.hi)):
             return f"{f(self.mid)} (its range is unbounded: the spread reaches zero)"
         return f"{f(self.mid)} (between {f(self.lo)} and {f(self.hi)} by the quartiles)"

@@ -488,6 +488,7 @@ def _dominant_words(d: Dominant) -> str:
     most = f"{1 / d.of_roof:.2g}x" if d.of_roof > 0 else "-"
     if d.bound == MEMORY_BOUND:
         return (head + f"memory-bound kernels, at a median {d.of_roof:.0%} of the memory roof at their intensity "
+                "(their arithmetic per byte moved, which sets how fast the memory lets them go) "
                 f"(weighted by time: a kernel there can go at most {most} faster moving the same bytes); moving "
                 "fewer bytes (fusing them: fewer passes over memory) is what would shorten them")
     if d.bound == COMPUTE_BOUND:
@@ -495,7 +496,7 @@ def _dominant_words(d: Dominant) -> str:
                 f"(weighted by time: a kernel there can go at most {most} faster with the same arithmetic in the "
                 "same precision)")
     return (head + f"kernels far below both roofs, at a median {d.of_roof:.0%} of the roof at their intensity "
-            "(weighted by time): not the GPU's peaks set their pace but how the kernels use it; hypotheses to test "
+            "(their arithmetic per byte moved; weighted by time): not the GPU's peaks set their pace but how the kernels use it; hypotheses to test "
             "on the longest: a memory access that wastes bandwidth (a broadcast, a strided layout), too little work "
             "per kernel to fill the GPU, or waiting on memory latency")
 

@@ -195,8 +195,8 @@ def why_observer(eager, compiled, timed) -> None:
         return widgets.grade(
             g, f"The profiler stretched an eager call <b>{s_e.mid:.2f}x</b> and a compiled one <b>{s_c.mid:.2f}x</b> "
             f"(medians; the table gives each range). {events} When it "
-            "stretches one side more, a comparison made inside the trace is tilted, which is why 11.compile was graded "
-            f"without the profiler.{few}", live=False)
+            "stretches one side more, a comparison made inside the trace is tilted, which is why the earlier question "
+            f"on compiling was graded on timings made without the profiler.{few}", live=False)
 
     widgets.ask("11.why-observer", "Which run will the profiler slow down more, per call?", choices=OBSERVER_CHOICES,
                 default=OBSERVER_CHOICES[2], reveal=reveal,

@@ -187,7 +187,8 @@ def _reveal_bound(answer: str, k: exam.Key, x: exam.Loaded) -> widgets.Outcome:
         answer == k.bound,
         f"You said <i>{html.escape(answer)}</i>; the totals say <b>{html.escape(k.bound)}</b>. "
         f"{_bound_sentence(b)}. The series' line: GPU-bound when the GPU's time reaches {b.threshold:.0%} of the "
-        f"CPU's. Notebook 02 takes the profiler's closing synchronize out of the CPU's time ({us(own)} left): the "
+        f"CPU's. Notebook 02 takes the profiler's closing synchronize out of the CPU's time (the ops' self CPU time left: "
+        f"{us(own)}): the "
         f"GPU's time is then {_share_or_times(mine, 'it')}, "
         + ("the same verdict." if same else "the other verdict: a trace this near the line reads both ways.")
         + " What to fix first is the next question: a verdict says which side sets the pace, not what to change.",
