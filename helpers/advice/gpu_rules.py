@@ -62,6 +62,18 @@ def _op_chain(t: Trace, j: int) -> str:
     return ops[0] if len(ops) == 1 else f"{ops[0]} (in {ops[-1]})"
 
 
+_MARKS = ("simt", "ffma", "sgemm")
+
+
+def _showing_marker(name: str, width: int = 70) -> str:
+    """The kernel's name cut to ``width``, keeping in sight the part that says float32 on the CUDA cores."""
+    low = name.lower()
+    at = next((low.find(m) for m in _MARKS if m in low), -1)
+    if len(name) <= width or 0 <= at <= width - 12:
+        return short(name, width)
+    return f"{name[:30]}...{name[max(at - 12, 30):at + 24]}..."
+
+
 def _fp32_marker(name: str) -> str:
     """What in this float32 GEMM kernel's name says it runs on the CUDA cores, in words."""
     low = name.lower()
@@ -87,7 +99,7 @@ def _fp32_gemms(c: Context) -> Finding | None:
     example = simt.names[0]
     ev = [f"{simt.count} GEMM kernels, {us(simt.total_us)} of {us(gemm_total)} GEMM time ({simt.share:.0%}), have "
           f"names that say float32 on the CUDA cores (plain float32 multiply-adds, no tensor cores), e.g. "
-          f"{short(example, 70)}: {_fp32_marker(example)}",
+          f"{_showing_marker(example)}: {_fp32_marker(example)}",
           f"this GPU ({t.device_name}, compute capability {cc[0]}.{cc[1]}) has tensor cores that run TF32, "
           "from compute capability 8.0 on"]
     tf32 = next((g for g in groups if g.math == kk.TF32), None)
