@@ -27,8 +27,8 @@ from typing import Any
 
 from . import vector
 from .categories import COUNTER_RANGE, CPU_OP, GPU_GROUPS, OVERHEAD, category_group
-from .event_fields import (ARG_CLASSES, ARG_FIELDS, CORR_LIMIT, LIMIT, UNSET, PlainArgs, PlainEvent, RangeArgs,
-                           RawEvent, args_dict, shape_text)
+from .event_fields import (ARG_CLASSES, ARG_FIELDS, CORR_LIMIT, LIMIT, SEP, UNSET, PlainArgs, PlainEvent, RangeArgs,
+                           RawEvent, args_dict, msgspec, shape_text)
 from .json_decode import _a
 
 from .source import TraceError
@@ -52,6 +52,7 @@ _ATTR = {key: attr for attr, key in ARG_FIELDS.items()}  # JSON key -> the attri
 _fields = attrgetter("name", "cat", "pid", "tid", "ts", "dur", "args")
 _sequence = attrgetter("sequence")
 _dims = attrgetter("dims")
+_RAW = msgspec.Raw if msgspec is not None else None
 _correlation = attrgetter("correlation")
 
 
@@ -79,6 +80,22 @@ class ShapeTable(Mapping):
             self.texts.append(text)
         self.events.append(event)
         self.ids.append(k)
+
+    def add_many(self, events: list[int], texts: list[bytes]) -> None:
+        """:meth:`add` for each pair, in one go (events ascending, above every event held)."""
+        number = self._number
+        ids = list(map(number.get, texts))
+        if None in ids:
+            for i, k in enumerate(ids):
+                if k is None:
+                    t = texts[i]
+                    k = number.get(t)
+                    if k is None:
+                        k = number[t] = len(self.texts)
+                        self.texts.append(t)
+                    ids[i] = k
+        self.events.fromlist(events)
+        self.ids.fromlist(ids)
 
     def __getitem__(self, event: int) -> bytes:
         events = self.events
@@ -430,10 +447,17 @@ class ColumnBuilder:
                     seq_fwd(f if f.__class__ is int and -_INT64 <= f < _INT64 else -1)
         dims = list(map(_dims, argss))  # empty Raw (falsy) where an event has no Input Dims
         if any(dims):
-            seq_cat, add = self.seq_cat, c.shapes.add
-            for k in compress(range(len(xs)), dims):
-                if seq_cat[cat_ids[k]]:  # CPU ops only: their shapes are what the roofline reads
-                    add(n0 + k, shape_text(argss[k]))
+            seq_cat = self.seq_cat
+            # CPU ops only: their shapes are what the roofline reads
+            ks = [k for k in compress(range(len(xs)), dims) if seq_cat[cat_ids[k]]]
+            if ks:
+                picked = list(map(argss.__getitem__, ks))
+                if all(a.dims.__class__ is _RAW for a in picked):
+                    join = SEP.join  # (shape_text's msgspec path, inline: tens of thousands of calls saved)
+                    texts = [join((a.dims, a.types, a.concrete)) for a in picked]
+                else:
+                    texts = list(map(shape_text, picked))
+                c.shapes.add_many([n0 + k for k in ks], texts)
         c.name_id.fromlist(name_ids)
         c.cat_id.fromlist(cat_ids)
         c.ts.extend(ts)
