@@ -452,7 +452,7 @@ class ColumnBuilder:
             ks = [k for k in compress(range(len(xs)), dims) if seq_cat[cat_ids[k]]]
             if ks:
                 picked = list(map(argss.__getitem__, ks))
-                if all(a.dims.__class__ is _RAW for a in picked):
+                if picked[0].dims.__class__ is _RAW:  # (a batch is decoded whole by msgspec or by json)
                     join = SEP.join  # (shape_text's msgspec path, inline: tens of thousands of calls saved)
                     texts = [join((a.dims, a.types, a.concrete)) for a in picked]
                 else:
