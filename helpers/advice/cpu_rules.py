@@ -21,7 +21,7 @@ from ..facts import kernel_kinds as kk, step_facts as sf
 from ..facts.budget import EVEN_MARGIN, Budget
 from ..facts.text import nbytes, us
 from ..reader.spans import Spans, difference, intersection, merged, total
-from ..reader.trace import ANNOTATION, CPU_OP, DRIVER, MEMCPY, RUNTIME, Trace
+from ..reader.trace import ANNOTATION, CPU_OP, DRIVER, KERNEL, MEMCPY, RUNTIME, Trace
 from .findings import Context, Finding, Part, Rule, Severity
 from .ledger import Gain, Side, Speedup, times
 from .rulebook import RuleId
@@ -582,11 +582,14 @@ def _cpu_bound(c: Context) -> Finding | None:
     where = _where_the_cpu_was(c, left)
     if where:
         ev.append(f"where the CPU was in the {us(total(left))} no other finding explains: {where}")
-    durs = facts.durations(c.trace)
-    launch = [c.trace.dur[i] for i in c.trace.indices((RUNTIME, DRIVER)) if c.trace.gpu_work_of(i)]
+    # kernels against their own launch calls (copies and their calls apart: a copy's call is no kernel launch)
+    t = c.trace
+    kernels = t.on_gpu((KERNEL,))
+    durs = [t.dur[j] for j in kernels]
+    launch = [t.dur[i] for i in set(t.launchers(kernels)) if i >= 0]
     tiny = bool(durs and launch and len(durs) >= 20 and statistics.median(durs) < statistics.median(launch))
     if tiny:
-        ev.append(f"{len(durs)} pieces of GPU work, median {us(statistics.median(durs))}; a launch call takes "
+        ev.append(f"{len(durs)} kernels, median {us(statistics.median(durs))}; the call that launches one takes "
                   f"{us(statistics.median(launch))} (median) on the CPU")
     phase = graph_phase(c)
     if phase == "capture":
