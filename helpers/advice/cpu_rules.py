@@ -524,8 +524,8 @@ def _unfused_optimizer(c: Context) -> Finding | None:
                      f"fused=True {_fused_measured(impl)} against the {impl} implementation on the H200 reference set "
                      f"(notebooks 12 and 16; taken as {cpu_speed.mid:g}x and {gpu_speed.mid:g}x"
                      + (", the pairs' mean" if len(FUSED_PAIRS[impl]) > 1 else "") +
-                     f"; the low end: the CPU time cut only {cpu_speed.low:g}x, as notebook 16 timed it without the "
-                     f"profiler, and the GPU time {gpu_speed.low:g}x)",
+                     f"; the low end: the CPU time cut only {cpu_speed.low:g}x and the GPU time {gpu_speed.low:g}x, "
+                     "ends chosen so that the gain notebook 16 timed without the profiler on its loop lies inside)",
                      cpu=_on_launcher(c, steps), cpu_speedup=cpu_speed,
                      gpu=merged((t.ts[j], t.end_of(j)) for j in kernels), gpu_speedup=gpu_speed)
 
@@ -563,8 +563,9 @@ def _cpu_bound(c: Context) -> Finding | None:
     gaps = [e - s for s, e in b.waiting_for_cpu]
     claimed = b.waiting_for_cpu_us - total(intersection(left, b.waiting_for_cpu))
     ev = [f"in all the GPU waited for the CPU {us(b.waiting_for_cpu_us)} of the {us(b.window_us)} window "
-          f"({b.share(b.waiting_for_cpu_us):.0%}), in {len(gaps):,} gap{'s' if len(gaps) != 1 else ''} before work not yet launched"
+          f"({b.share(b.waiting_for_cpu_us):.0%}), in {len(gaps):,} gap{'s' if len(gaps) != 1 else ''}"
           + (f" ({sum(1 for g in gaps if 100 <= g < 1000):,} of them 0.1 to 1 ms)" if len(gaps) > 20 else "")
+          + f" before work not yet launched, or launched less than {us(b.late_us)} before the GPU reached it"
           + (f"; other findings here explain {us(claimed)} of these gaps (their shares may also count idle time "
              f"outside the gaps), and this one counts the other {us(total(left))}, which no named cause explains"
              if claimed > 0.01 * b.window_us else ""),

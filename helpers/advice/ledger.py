@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from .. import Word
 from ..facts.budget import Budget
+from ..facts.text import us as us_text
 from ..reader.spans import Spans, difference, intersection, merged, total
 
 
@@ -157,14 +158,23 @@ class Ledger:
             # lead-in and closing wait stay, gave 10.6x). The recorded window's own figure is the low end.
             gpu_step = b.busy_us + b.queued_us
 
-            def on_gpu(s: float) -> float:
+            # (the CPU's own work from the first GPU work on stays: once the GPU's work is shorter, the CPU's sets
+            # the pace; train-fp32-foreach-mem-b4096's 4.5x TF32 GEMMs would otherwise leave a step shorter than it)
+            cpu_floor_paced = max(b.paced_cpu_us - saved_cpu - floor_cut_us, 0.0)
+
+            def on_gpu(s: float, floor: float = 0.0) -> float:
                 cut = gpu_us * (1 - 1 / s) if math.isfinite(s) else gpu_us
-                return gpu_step / max(gpu_step - cut, 1e-9)
-            mid, high, low = max(mid, on_gpu(g.mid)), max(high, on_gpu(g.high)), min(low, mid)
+                return gpu_step / max(gpu_step - cut, floor, 1e-9)
+            capped = on_gpu(g.mid, cpu_floor_paced) < on_gpu(g.mid) * 0.99
+            mid, high, low = max(mid, on_gpu(g.mid, cpu_floor_paced)), max(high, on_gpu(g.high)), min(low, mid)
             basis += (f"; Amdahl's law on the GPU's time, which sets the pace here (the step shrinks by what the "
                       f"fix saves of that time, no more); the low end: that GPU work {g.low:g}x "
                       "faster, on the recorded window, where the time before the first GPU work and the CPU's own "
                       "work stay")
+            if capped:  # the profiled CPU's own work stops the point figure; without the profiler it may be shorter
+                basis += (f"; as recorded, the CPU's own work ({us_text(b.paced_cpu_us)} from the first GPU work on) "
+                          "would then set the pace and stops the point figure there; the high end: that work shorter "
+                          "without the profiler, as notebook 10's attention timed it")
         return Gain(mid, low, high, basis, of)
 
 

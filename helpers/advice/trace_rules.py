@@ -88,9 +88,17 @@ def _gpu_behind(c: Context) -> Finding | None:
                   f"{us(t.ts[nxt] - t.ts[i])} before it started")
     last_cpu = _last_cpu(c)
     if apart(c):
-        ev.append(f"the CPU's last op or runtime call ends {us(b.busy[0][0] - last_cpu)} before the GPU's first work "
-                  "starts: the two timelines do not overlap, so this trace cannot say whether the CPU or the GPU sets "
-                  "the pace (record again, the profiler started after warm-up, and check both clocks)")
+        head = (f"the CPU's last op or runtime call ends {us(b.busy[0][0] - last_cpu)} before the GPU's first work "
+                "starts: the two timelines do not overlap")
+        cpu_span = last_cpu - b.lo
+        if b.busy_us > cpu_span:  # (durations do not depend on how the two clocks line up)
+            ev.append(head + f"; whatever the offset between their clocks, the GPU's work ({us(b.busy_us)}) outlasts "
+                      f"all of the CPU's recorded events ({us(cpu_span)} from the window's start): in this recording "
+                      "the GPU sets the pace; why it started when it did, the trace cannot say (record again after "
+                      "warm-up, and check both clocks)")
+        else:
+            ev.append(head + ", so this trace cannot say whether the CPU or the GPU sets the pace (record again, the "
+                      "profiler started after warm-up, and check both clocks)")
     elif last_cpu is not None and last_cpu < e:
         ev.append(f"the CPU's last op or runtime call ends {us(e - last_cpu)} before that work starts: everything "
                   "was queued")
