@@ -111,5 +111,5 @@ def test_every_pairing_of_two_runs_is_not_counted_as_so_many_samples():
     a, b = Spread.of([10.0, 11.0, 12.0]), Spread.of([5.0, 5.5, 6.0, 6.5])
     r = ratio_range(a, b)
     assert r.n == 12 and r.paired_from == (3, 4)
-    assert "every pairing of 3 and 4 samples" in r.text() and "12 samples" not in r.text()
+    assert "all 12 pairings of 3 with 4 samples" in r.text() and "12 samples" not in r.text()
     assert "3 samples" in a.text() and a.scaled(2.0).paired_from is None and r.scaled(2.0).paired_from == (3, 4)

@@ -192,8 +192,9 @@ def _input_bound(c: Context) -> Finding | None:
             high = max(high, w / max(gpu_step, x.loader_us / rates[2], 1e-9))
             if high > alone * 1.05:
                 basis += (f"; with the rest of the step as recorded, faster loading alone gives at most "
-                          f"{times(alone)}; the high end: the step at the GPU's own pace, were that rest's CPU work to "
-                          "run as fast (a profiled trace cannot say how it runs without the profiler: time the fix)")
+                          f"{times(alone)}; the high end: the step as short as the GPU's own work, which it would be "
+                          "if the rest of the CPU's work also ran faster without the profiler (a profiled trace "
+                          "cannot say whether it does: time the fix)")
         got.gain = Gain(speed(rates[0]), speed(rates[1]), high, basis)
     return got
 
@@ -566,9 +567,9 @@ def _cpu_bound(c: Context) -> Finding | None:
           f"({b.share(b.waiting_for_cpu_us):.0%}), in {len(gaps):,} gap{'s' if len(gaps) != 1 else ''}"
           + (f" ({sum(1 for g in gaps if 100 <= g < 1000):,} of them 0.1 to 1 ms)" if len(gaps) > 20 else "")
           + f" before work not yet launched, or launched less than {us(b.late_us)} before the GPU reached it"
-          + (f"; other findings here explain {us(claimed)} of these gaps (their shares may also count idle time "
-             f"outside the gaps), and this one counts the other {us(total(left))}, which no named cause explains"
-             if claimed > 0.01 * b.window_us else ""),
+          + (f"; {us(claimed)} of these gaps are explained by the other findings here (whose shares may also hold "
+             f"idle time outside these gaps); the remaining {us(total(left))} have no named cause, and are this "
+             "finding's" if claimed > 0.01 * b.window_us else ""),
           f"the GPU ran work {us(b.busy_us)} ({b.share(b.busy_us):.0%})"
           + (f"; it idled {us(b.queued_us)} more with its next work already launched (not the CPU's)"
              if b.queued_us > 0.01 * b.window_us else "")]

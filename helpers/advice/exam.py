@@ -45,14 +45,14 @@ _VERDICT_CHOICE = {facts.CPU_BOUND: BOUND_CHOICES[0], facts.GPU_BOUND: BOUND_CHO
 #: the bound of a folder of ranks, beside "rank N": no rank sets the pace
 NO_STRAGGLER = "neither: the ranks keep pace with each other"
 
-LAUNCHES = "fewer, larger launches (batch the work, fuse ops, CUDA graphs)"
+LAUNCHES = "fewer, larger launches (batch the work, CUDA graphs)"
 FUSE = "fuse the memory-bound kernels (torch.compile, a fused op)"
 NEAR_PEAK = "nothing cheap: the kernels already run at half the GPU's peak or more"
 PRECISION = "lower-precision matmuls (TF32 or 16-bit)"
 WORKERS = "prepare the batches in DataLoader workers"
 SYNCS = "remove the lines that make the CPU wait for the GPU"
 SHAPES = "keep the shapes fixed, or mark them dynamic"
-TEMPORARY = "avoid the huge temporary (work in chunks, a fused op)"
+TEMPORARY = "avoid the huge temporary (work in chunks, or an op that never builds it)"
 RANKS = "speed up the rank the others wait for"
 #: the first-fix choices, in the order every trace shows them
 FIXES = [LAUNCHES, FUSE, NEAR_PEAK, PRECISION, WORKERS, SYNCS, SHAPES, TEMPORARY, RANKS]
@@ -249,9 +249,9 @@ def why(k: Key) -> str:
                    "and issues rank before notes.")
     remainder = next((x for x in k.findings if x.rule in (RuleId.CPU_BOUND, RuleId.TINY_KERNELS) and x is not f), None)
     if f.rule in CAUSES_OF_IDLE and remainder is not None and remainder.share is not None:
-        out.append(f"The GPU also waits for the CPU where no cause is named ({remainder.rule}, {remainder.amount}). "
-                   f"{f.rule} and {remainder.rule} share no time, and the fix for {f.rule} should gain more: fewer or larger "
-                   f"launches would not remove what {f.rule} found.")
+        out.append(f"The GPU also waits for the CPU where no cause is named (the finding '{remainder.title}', "
+                   f"{remainder.amount}). The two findings share no time, and the fix for the first should gain more: "
+                   "fewer or larger launches would not remove what it found.")
     if f.rule in (RuleId.CPU_BOUND, RuleId.TINY_KERNELS):
         out.append("No cause the trace names (the DataLoader, waits for the GPU, compiling, the optimizer) explains "
                    "the GPU's wait for the CPU, so the CPU's own work between launches is what to act on"

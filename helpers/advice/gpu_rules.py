@@ -248,10 +248,24 @@ def _variance(c: Context) -> Finding | None:
     if len(durs) < k.count:
         ev.append(f"compared only with each other: the trace holds {k.count} launches of that name in all, "
                   "some doing other work (another grid or other shapes)")
+    # the slow launches (beyond 1.1x the median) by step: all in one step is a one-step effect, not steady noise
+    steps = facts.steps(t)
+    slow_steps = Counter()
+    for j in members:
+        if t.dur[j] > 1.1 * med:
+            s_ = next((x.name for x in steps if x.start_us <= t.ts[j] <= x.start_us + x.dur_us), None)
+            slow_steps[s_] += 1
+    one_step = len(slow_steps) == 1 and None not in slow_steps and len(steps) > 1
+    if one_step:
+        (name, n), = slow_steps.items()
+        ev.append(f"all {n} launches beyond 1.1x the median run in {name}: a one-step effect (the first steps' "
+                  "warm-up, a clock still ramping) is one hypothesis")
     f = Finding(RuleId.KERNEL_VARIANCE, "The same kernel doing the same work with different durations",
                 Severity.NOTE, ev,
-                "quote the median and study the outliers apart; possible causes to test: clocks, heat, "
-                "power management, driver housekeeping (the article's list), other work on the GPU")
+                "quote the median and study the outliers apart; possible causes to test: "
+                + ("the step they share (warm up longer before recording, and see whether they remain), " if one_step
+                   else "") + "clocks, heat, power management, driver housekeeping (the article's list), other work "
+                "on the GPU")
     slow = [(t.ts[j] + med, t.end_of(j)) for j in members if t.dur[j] > med]
     return c.claimed(f, "the slower launches' time beyond the median", gpu=merged(slow))
 
@@ -308,6 +322,12 @@ def _memory_spike(c: Context) -> Finding | None:
 
 #: the GPU busy at least this share of the window (less the queue filling at its start) for the GPU-bound note
 GPU_BOUND_MIN = 0.25
+#: memory-bound kernels holding at least this share of the kernel time make the GPU-bound finding an issue, sized
+#: as if fusing them cut the bytes they move: halved as a point figure, 1.25x to 4x for the ends. A hypothesis: how
+#: many passes over memory a fusion saves depends on which kernels read which tensors, which no trace says, and no
+#: fix of this kind was timed in this project
+FUSE_SHARE = 0.5
+FUSE_SPEED = Speedup(2.0, 1.25, 4.0)
 
 
 def _gpu_bound(c: Context) -> Finding | None:
@@ -342,7 +362,19 @@ def _gpu_bound(c: Context) -> Finding | None:
                 + ("; if the softmax between matmuls here is attention written out, "
                    "torch.nn.functional.scaled_dot_product_attention runs it as one fused kernel (notebook 10)"
                    if written_out else ""))
-    return c.claimed(f, "the GPU busy with work no other finding explains", gpu=left)
+    got = c.claimed(f, "the GPU busy with work no other finding explains", gpu=left)
+    if got is not None and shape is not None and shape.bound == roofline.MEMORY_BOUND and shape.share >= FUSE_SHARE:
+        # memory-bound kernels near the memory roof: only fewer bytes makes them faster, and fusing them moves fewer
+        mine = total(intersection(left, c.budget.busy)) * shape.share
+        got.severity = Severity.ISSUE
+        got.gain = c.ledger.gain(
+            f"if fusing the memory-bound kernels ({shape.share:.0%} of the kernel time) halved the bytes they move "
+            f"({FUSE_SPEED.low:g}x to {FUSE_SPEED.high:g}x for the ends: how many passes over memory a fusion saves "
+            "depends on which kernels read which tensors, which the trace does not say; no such fix was timed in this "
+            "project)", gpu_us=mine, gpu=FUSE_SPEED)
+        got.next = ("fuse the memory-bound kernels (torch.compile fuses chains of elementwise ops into one kernel, "
+                    "or a fused op does), so that the data passes through memory fewer times; " + got.next)
+    return got
 
 
 #: in the order they claim the GPU's busy time: the most specific pattern first, the kernels' own work last

@@ -112,7 +112,7 @@ ROWS: tuple[Row, ...] = (
         you_see='`cudaOccupancy...` calls',
         means="a **library working out how its kernels fit an SM**: before every GEMM launch on the article's A100;"
               " on the H200 reference set's GEMMs only in the first step, while cuBLAS sets itself up (a sort's CUB"
-              " kernels ask every step)",
+              " kernels, from NVIDIA's library of parallel primitives, ask every step)",
         tries='every step: a CPU cost per call, and the kernels after them are library kernels to judge by '
               'resources and throughput; first step only: set-up, keep it out of the recording',
         rules=(RuleId.OCCUPANCY_QUERIES,), where=None, notebooks=('06',)),
@@ -129,7 +129,7 @@ ROWS: tuple[Row, ...] = (
         rules=(), where='(resources in `summarize`)', notebooks=('06', '10')),
     Row(
         you_see='`est. achieved occupancy %` of 0, or `blocks per SM` far from what fits',
-        means="Kineto's own figures "
+        means="Kineto's own figures (Kineto: the library inside torch.profiler that records the GPU's activity) "
               '([source](https://github.com/pytorch/kineto/blob/main/libkineto/src/CudaDeviceProperties.cpp)): '
               '*blocks per SM* is grid size over SM count; the estimate can be 0 for kernels that need more than '
               'the default 48 KiB of shared memory per block',
@@ -144,10 +144,12 @@ ROWS: tuple[Row, ...] = (
     Row(
         you_see='A `Memcpy DtoD` right before a GEMM, under `aten::addmm`',
         means='**addmm with a full-matrix bias**: ATen copies the bias into the output, then the GEMM adds its '
-              'product onto it, β = 1 ([`addmm_out_cuda_impl`](https://github.com/pytorch/pytorch/blob/main/aten/sr'
+              "product onto it (β = 1, the GEMM's factor on what the output already holds) "
+              '([`addmm_out_cuda_impl`](https://github.com/pytorch/pytorch/blob/main/aten/sr'
               'c/ATen/native/cuda/Blas.cpp))',
         tries="expected from `torch.addmm` or compile's rewrite of matmul + add with a 2-D bias; a 1-D bias (as "
-              "`nn.Linear` has) can go to the GEMM's bias epilogue with no copy",
+              "`nn.Linear` has) can go to the GEMM's bias epilogue (the step at the end of a GEMM kernel that adds "
+              "the bias as it writes the output) with no copy",
         rules=(RuleId.ADDMM_BIAS_COPY,), where=None, notebooks=('08', '09')),
     Row(
         you_see='The same `CompiledFxGraph <hash>` every step',
@@ -216,7 +218,7 @@ ROWS: tuple[Row, ...] = (
         means="**float32 GEMMs on the CUDA cores**, likely because TF32 is off for matmuls (PyTorch's default). "
               'With TF32 the names say `tf32` or `tensorop_s1688gemm` (H200 reference set: '
               '`cutlass_80_simt_sgemm_...` in the fp32 run, `sm90_xmma_gemm_f32f32_tf32f32_...` in the tf32 run, '
-              '`nvjet_...` under bf16 autocast)',
+              '`nvjet_...`, kernels of NVIDIA\'s newer GEMM library, under bf16 autocast)',
         tries='[`torch.set_float32_matmul_precision("high")`](https://docs.pytorch.org/docs/stable/generated/torch.'
               "set_float32_matmul_precision.html) if float32's last bits do not matter, or autocast to bf16; if the"
               ' GEMMs were meant to be 16-bit, find where their inputs became float32',

@@ -344,8 +344,9 @@ def find_straggler(ranks: list[int], matched: list[Match]) -> Straggler:
     # collectives: where two collectives overlap in time (gloo's on two threads), the transfer of one runs
     # during the wait of the other, so those differences would count it
     waited = (f"{they} waited {us(gain)} more than {who} inside the same {len(matched)} collectives "
-              f"({us(typical)} in the median one; a rank's wait in a collective is its time in it beyond the "
-              "quickest rank's, from its start; waits that overlapped in time counted once)")
+              f"({us(typical)} in the median one; a rank's wait is how much longer it spent inside a collective "
+              "than the rank that spent least, and where two collectives ran at once, their waits are counted "
+              "once)")
     assert lasts is not None and lates is not None
     if 2 * lasts[c] <= len(matched):
         return none(f"{who} waits least, but entered last in only {lasts[c]} of {len(matched)} matched collectives: "

@@ -124,7 +124,7 @@ class Spread:
                 return f"{f(self.median)} (from {a} and {b} samples: too few for a spread)"
             if f(lo) == f(hi):
                 return f"{f(self.median)} (the same, to this precision, in every pairing of {a} and {b} samples)"
-            return f"{f(self.median)} (IQR {f(lo)} to {f(hi)} over every pairing of {a} and {b} samples)"
+            return f"{f(self.median)} (IQR {f(lo)} to {f(hi)}, over all {a * b} pairings of {a} with {b} samples)"
         if self.n == 2:  # two samples make no spread: say both
             return f"{f(self.median)} (the mean of 2 samples, {f(lo)} and {f(hi)}: too few for a spread)"
         if self.n == 3:  # the quartiles of three are their ends: call them that

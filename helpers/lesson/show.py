@@ -29,6 +29,9 @@ def banner(traces: str | None = None) -> _mode.Environment:
     color = "#1a7f37" if e.live else "#8250df"
     note = dtype_note("cuda", e.capability) if e.live else None
     extra = f"<br><span style='color:#555'>{html.escape(note)}</span>" if note else ""
+    # the series' one statistical term, said where every notebook starts
+    extra += ("<br><span style='color:#555'>Times are medians of repeated runs; their spread is the IQR "
+              "(interquartile range): the middle half of the samples lies between its two ends.</span>")
     _display_html(f"<div style='border:1px solid {color};border-left:6px solid {color};padding:6px 10px'>"
                   f"{html.escape(e.banner(traces))}{extra}</div>")
     return e

@@ -500,10 +500,11 @@ def _left(bench: Bench, final, fed: Comparison) -> None:
         r = fed.ratio(FEED[1], FEED[0])  # the input's time per step over the whole step's, round by round
         lo, hi = r.quartiles
         if lo > 1.1:
-            verdict = ("the input alone took longer per step than the whole step: the workers deliver batches no "
-                       "faster than the loop uses them, so the input is at the limit, and the next fix is on its side "
-                       "(more workers, cheaper batches). Why it is slower without the model behind it, this "
-                       "measurement does not say")
+            verdict = ("inconclusive here: the input alone took longer per step than the whole step, which a part of "
+                       "the step cannot do if timed the same way; running the input alone changes how it runs (its "
+                       "workers with the cores to themselves, no model to wait on: hypotheses, not measured), so this "
+                       "timing cannot say whether the input sets the fixed loop's pace. Timing the loop with more "
+                       "workers would: if the step shortens, the input was setting it")
         elif lo >= 0.8:
             verdict = ("the input alone takes about as long as the whole step: the input sets the pace, and the next "
                        "fix is on its side (more workers, cheaper batches)")
@@ -513,12 +514,15 @@ def _left(bench: Bench, final, fed: Comparison) -> None:
             verdict = "inconclusive here: the spread spans both readings"
         test = (f" The test: the input alone (each step only fetches and copies its batch) takes {r.text()} of the "
                 f"whole step's time, round by round: {verdict}. ({html.escape(fed.source)}.)")
-        if lo >= 0.8 and found and found[0].rule in (RuleId.CPU_BOUND, RuleId.TINY_KERNELS):
-            # the trace's first finding reads the profiled step; the timing says what sets the pace without it
-            test += (" So diagnose's first line above reads the profiled trace, whose CPU side the profiler "
-                     "lengthens: without the profiler, the input sets the pace, and a fix on the CPU's launches "
-                     "alone would gain little until the input is faster. A trace says where the time went while "
-                     "it was recorded; a timing without the profiler says which fix pays.")
+        if found and found[0].rule in (RuleId.CPU_BOUND, RuleId.TINY_KERNELS):
+            # the trace's first finding reads the profiled step; the timing says (or cannot) what sets it without
+            if 0.8 <= lo <= 1.1:
+                test += (" So diagnose's first line above reads the profiled trace, whose CPU side the profiler "
+                         "lengthens: without the profiler, the input sets the pace, and a fix on the CPU's launches "
+                         "alone would gain little until the input is faster.")
+            elif lo > 1.1:
+                test += (" diagnose's first line above reads the profiled trace, whose CPU side the profiler "
+                         "lengthens; which side sets the pace without the profiler, this timing leaves open.")
     show.md(f"From {_ms(first).median:.1f} ms to {_ms(last).median:.1f} ms a step"
             + (f" ({t.text()} shorter)" if t is not None else "") + ". What the trace of the fixed loop says now: "
             + html.escape(diagnose.first_line(found))
