@@ -142,7 +142,7 @@ def _pageable_copies(c: Context) -> Finding | None:
     pinned = [x for x in copies if x.memory == "pinned" and x.gb_per_s is not None]
     for x in pinned:
         ev.append(f"against {x.count} x {x.name} in the same trace: {x.gb_per_s:.1f} GB/s")
-    from .cpu_rules import syncs  # the copies that made the CPU wait (hidden-sync claims their idle time)
+    from .sync_rules import syncs  # the copies that made the CPU wait (hidden-sync claims their idle time)
     waits = [s for s in syncs(c) if s.copy and "Pageable -> Device" in s.copy]
     if waits:
         ev.append(f"{len(waits)} of them made the CPU wait ({' + '.join(waits[0].calls)} under "
