@@ -63,6 +63,10 @@ WORKERS_ASSUMED = 4
 #: the CPU's own work between launches, when a fix cuts it: halved as a point figure (how much a fusion, CUDA graphs or
 #: larger batches remove depends on the model), at best all of it
 OVERHEAD = Speedup(2.0, 1.25, float("inf"))
+#: a CPU-bound step whose CPU work is at most this many times its GPU work is within the profiler's reach: notebook 10's
+#: flash attention (CPU-bound as recorded; without the profiler its host time per call, 72 us, is under its 94 us of
+#: GPU work, and its wall time is the GPU's)
+PROFILER_MARGIN = 1.5
 #: pieces of GPU work a step: up to this many, the CPU-bound finding sizes no gain (there is little to fuse)
 FEW_LAUNCHES = 3
 
@@ -139,8 +143,8 @@ def _input_bound(c: Context) -> Finding | None:
     if per:
         ev.append("per step: " + per)
     if x.single:
-        ev.append("_SingleProcessDataLoaderIter: the batches are made in the main process (num_workers=0), "
-                  "between the steps")
+        ev.append("_SingleProcessDataLoaderIter: the batches are made in the main process (num_workers=0): each "
+                  "__next__ makes its batch while the loop waits")
         advice = ("prepare batches while the GPU trains: DataLoader(num_workers=N, persistent_workers=True) makes "
                   "them in other processes; make each sample cheaper (decode once, augment on the GPU); then check "
                   f"that the DataLoader span shrinks to a queue read ({DATALOADER_DOCS})")
@@ -190,9 +194,9 @@ def _input_bound(c: Context) -> Finding | None:
             high = max(high, w / max(gpu_step, x.loader_us / rates[2], 1e-9))
             if high > alone * 1.05:
                 basis += (f"; with the rest of the step as recorded, faster loading alone gives at most "
-                          f"{times(alone)}; the high end: the step as short as the GPU's own work, which it would be "
-                          "if the rest of the CPU's work also ran faster without the profiler (a profiled trace "
-                          "cannot say whether it does: time the fix)")
+                          f"{times(alone)}; the high end: the step as short as the longer of the GPU's own work and "
+                          f"the loading at {rates[2]:g}x, which it would be if the rest of the CPU's work also ran "
+                          "faster without the profiler (a profiled trace cannot say whether it does: time the fix)")
         got.gain = Gain(speed(rates[0]), speed(rates[1]), high, basis)
     return got
 
@@ -399,7 +403,8 @@ def _cpu_bound(c: Context) -> Finding | None:
     ev = [f"in all the GPU waited for the CPU {us(b.waiting_for_cpu_us)} of the {us(b.window_us)} window "
           f"({b.share(b.waiting_for_cpu_us):.0%}), in {len(gaps):,} gap{'s' if len(gaps) != 1 else ''}"
           + (f" ({sum(1 for g in gaps if 100 <= g < 1000):,} of them 0.1 to 1 ms)" if len(gaps) > 20 else "")
-          + f" before work not yet launched, or launched less than {us(b.late_us)} before the GPU reached it"
+          + f" before work not yet launched, or launched less than {us(b.late_us)} before the GPU reached it (ten times "
+            "this trace's quickest launch-to-start times, held within 50 us to 500 us)"
           + (f"; {us(claimed)} of these gaps are explained by the other findings here (whose shares may also hold "
              f"idle time outside these gaps); the remaining {us(total(left))} have no named cause, and are this "
              "finding's" if claimed > 0.01 * b.window_us else ""),
@@ -465,7 +470,7 @@ def _cpu_bound(c: Context) -> Finding | None:
                   "notebook 03) to see whose pace it has")
         label = "the GPU idle after its last work, while the CPU ran on"
     steps = facts.steps(c.trace)
-    per_step = len(durs) / len(steps) if steps else None
+    per_step = len(facts.gpu_work(t)) / len(steps) if steps else None  # every piece: kernels, copies, memsets
     if speedup is not None and per_step is not None and per_step <= FEW_LAUNCHES:
         # nothing to fuse: a compiled call's own CPU cost can outweigh the launches it saves (notebook 08 measures it)
         speedup = None
@@ -485,6 +490,12 @@ def _cpu_bound(c: Context) -> Finding | None:
         ev.append("the DataLoader's workers make the batches in other processes, outside this trace: how fast they "
                   "do is not here, and once the main process is quicker they may set the pace instead (time the "
                   "loop without the model to know, as notebook 16 does)")
+    gpu_step = b.busy_us + b.queued_us
+    if severity == Severity.ISSUE and not after_last and gpu_step > 0 and b.paced_cpu_us <= PROFILER_MARGIN * gpu_step:
+        ev.append(f"the CPU's own work ({us(b.paced_cpu_us)} from the first GPU work on) is at most "
+                  f"{PROFILER_MARGIN:g}x the GPU's ({us(gpu_step)}): a margin the profiler's own cost on the CPU can "
+                  "make, so without the profiler the GPU may set the pace (notebook 10's flash attention: CPU-bound "
+                  "as recorded, as quick as its GPU work when timed without the profiler): time it before acting")
     f = Finding(rule, title, severity, ev, advice, says_little=after_last)
     return c.claimed(f, label, basis, cpu=left, cpu_speedup=speedup)
 

@@ -128,7 +128,7 @@ def first_line(findings: list[Finding]) -> str:
 LEGEND = ("(How to read this. [issue]: fixing it should win time back; its second line says how much, where the "
           "trace can tell. [note]: worth knowing, but this trace shows its fix gaining little. The recorded window "
           "is the time from the first profiler step (or the first event) to the end of the last thing recorded "
-          "other than the step spans themselves (a step that runs on with nothing recorded in it is cut there). "
+          "(a step span that runs on after everything else has ended is cut there). "
           "Each finding's share is the part of that window it explains, either time the GPU sat idle or time it "
           "was busy; no stretch of time is counted in two findings. Each gain is for that one fix on its own; two "
           "fixes together gain less than their two gains multiplied.)")

@@ -236,8 +236,8 @@ def why(k: Key) -> str:
                    "gain the most comes first.")
     elif f.share is not None:
         out.append(f"It accounts for {f.amount}" + ("; every other finding is a note." if not others else
-                   "; the trace cannot size what its fix gains, and diagnose places such an issue as if its fix "
-                   "halved that time, which puts it before the others.")
+                   "; the trace cannot size what its fix gains, so diagnose ranks it by its share (as if its fix "
+                   "halved that time: a place in the order, never printed), which puts it before the others.")
                    + (" It costs memory as well as that GPU time; how much of the time a fix would save (an op that "
                       "never builds the temporary) the project has not measured, so no speedup is given."
                       if f.rule == RuleId.MEMORY_SPIKE else ""))

@@ -186,10 +186,9 @@ class Context:
             return None
         f.size(us, self.budget.window_us, of, self.base)
         if waited > 0 and self.budget.cpu_paced:  # the share counts GPU idle time; the gain counts these too
-            basis += (f"; the CPU sets the pace, and it also spent {us_text(waited)} waiting while the GPU ran other "
-                      "work (not the copies it waited for): that time leaves the step too, if each value the CPU "
-                      "reads is read later rather than where it waits now (a wait removed where another follows "
-                      "before the CPU's next work only moves it); the share counts only the GPU's idle time")
+            basis += (f"; the CPU sets the pace, and it also waited {us_text(waited)} while the GPU ran other work "
+                      "than the copies it waited for: that time leaves the step too, if the values are read later "
+                      "rather than waited for (the share counts only the GPU's idle time)")
         if f.severity == Severity.ISSUE and (cpu_speedup or gpu_speedup):
             f.gain = self.ledger.gain(basis, of=gain_of, cpu_us=total(got_cpu), cpu=cpu_speedup, gpu_us=total(got_gpu),
                                       gpu=gpu_speedup, wait_us=waited if self.budget.cpu_paced else 0.0,

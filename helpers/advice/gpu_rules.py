@@ -244,7 +244,18 @@ def _variance(c: Context) -> Finding | None:
           + f": median {us(med)}, min {us(min(durs))}, max {us(max(durs))} (+{spread:.0%} over the median)"]
     if dims is None:
         ev.append("their ops' input shapes could not be compared: " + (shapes.missing or "no Input Dims for these ops")
-                  .removeprefix("not sized: "))
+                  .removeprefix("not sized: ") + "; the same grid and block need not be the same work (layers of "
+                  "other sizes can launch alike)")
+    # in time order, long and short launches taking turns: two kinds of work under one name and launch shape
+    seq = [t.dur[j] for j in sorted(members, key=t.ts.__getitem__)]
+    turns = sum((a > med) != (b > med) for a, b in zip(seq, seq[1:]))
+    hi_, lo_ = [x for x in seq if x > med], [x for x in seq if x <= med]
+    alternate = (len(seq) >= 6 and turns >= 0.8 * (len(seq) - 1) and bool(hi_) and bool(lo_)
+                 and min(hi_) > 1.3 * max(lo_))  # (two groups clearly apart, not noise around the median)
+    if alternate:
+        ev.append(f"in time order the launches take turns, long and short ({', '.join(us(x) for x in seq[:4])}, ...): "
+                  "two kinds of work under one name and launch shape (layers that alternate, say) is one "
+                  "hypothesis, rather than noise")
     if len(durs) < k.count:
         ev.append(f"compared only with each other: the trace holds {k.count} launches of that name in all, "
                   "some doing other work (another grid or other shapes)")
@@ -260,7 +271,9 @@ def _variance(c: Context) -> Finding | None:
         (name, n), = slow_steps.items()
         ev.append(f"all {n} launches beyond 1.1x the median run in {name}: a one-step effect (the first steps' "
                   "warm-up, a clock still ramping) is one hypothesis")
-    f = Finding(RuleId.KERNEL_VARIANCE, "The same kernel doing the same work with different durations",
+    title = ("The same kernel doing the same work with different durations" if dims is not None and not alternate
+             else "The same kernel, launched alike, with different durations")
+    f = Finding(RuleId.KERNEL_VARIANCE, title,
                 Severity.NOTE, ev,
                 "quote the median and study the outliers apart; possible causes to test: "
                 + ("the step they share (warm up longer before recording, and see whether they remain), " if one_step
@@ -368,10 +381,10 @@ def _gpu_bound(c: Context) -> Finding | None:
         mine = total(intersection(left, c.budget.busy)) * shape.share
         got.severity = Severity.ISSUE
         got.gain = c.ledger.gain(
-            f"if fusing the memory-bound kernels ({shape.share:.0%} of the kernel time) halved the bytes they move "
-            f"({FUSE_SPEED.low:g}x to {FUSE_SPEED.high:g}x for the ends: how many passes over memory a fusion saves "
-            "depends on which kernels read which tensors, which the trace does not say; no such fix was timed in this "
-            "project)", gpu_us=mine, gpu=FUSE_SPEED)
+            f"if fusing the memory-bound kernels, {shape.share:.0%} of the kernel time, halved the bytes they move; "
+            f"the ends: {FUSE_SPEED.low:g}x and {FUSE_SPEED.high:g}x fewer bytes, since how many passes over memory a "
+            "fusion saves depends on which kernels read which tensors, which the trace does not say. A hypothesis: "
+            "no such fix was timed in this project", gpu_us=mine, gpu=FUSE_SPEED)
         got.next = ("fuse the memory-bound kernels (torch.compile fuses chains of elementwise ops into one kernel, "
                     "or a fused op does), so that the data passes through memory fewer times; " + got.next)
     return got

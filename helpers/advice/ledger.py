@@ -172,9 +172,10 @@ class Ledger:
                       "faster, on the recorded window, where the time before the first GPU work and the CPU's own "
                       "work stay")
             if capped:  # the profiled CPU's own work stops the point figure; without the profiler it may be shorter
-                basis += (f"; as recorded, the CPU's own work ({us_text(b.paced_cpu_us)} from the first GPU work on) "
-                          "would then set the pace and stops the point figure there; the high end: that work shorter "
-                          "without the profiler, as notebook 10's attention timed it")
+                basis += (f"; as recorded, the CPU's own work from the first GPU work on ({us_text(b.paced_cpu_us)}, "
+                          f"{us_text(cpu_floor_paced)} once the fix has cut its own part) would then set the pace and "
+                          "stops the point figure there; the high end: that work shorter without the profiler, as "
+                          "notebook 10's attention timed it")
         return Gain(mid, low, high, basis, of)
 
 

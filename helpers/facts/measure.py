@@ -362,8 +362,13 @@ def grade_choice(answer: Any, spread: "Spread | Estimate", edges: Sequence[float
         cut = [e for e in edges if lo < e <= hi]
         return Graded(Status.INCONCLUSIVE, mid,
                       f"the measurement, {spread.text(f)}, straddles "
-                      + " and ".join(f(e) for e in cut) + f", the edge between '{a}' and '{b}'")
+                      + _edges(cut, f) + f" between '{a}' and '{b}'")
     return Graded(Status.HELD if answer == mid else Status.MISSED, mid, f"{spread.text(f)}, all inside '{mid}'")
+
+
+def _edges(cut: list[float], f: Callable[[float], str]) -> str:
+    """'1.10x, the edge' or '0.90x and 1.10x, the edges' (a spread can cross more than one)."""
+    return (f"{f(cut[0])}, the edge" if len(cut) == 1 else " and ".join(f(e) for e in cut) + ", the edges")
 
 
 def grade_number(answer: float | None, spread: "Spread | Estimate", factor: float, *,

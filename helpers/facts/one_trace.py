@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from .measure import Graded, Status, bucket
+from .measure import _edges, Graded, Status, bucket
 
 
 def band(value: float, tolerance: float) -> tuple[float, float]:
@@ -49,8 +49,8 @@ def grade_choice(answer: Any, value: float, tolerance: float, edges: Sequence[fl
             f"either way, it lies between {fmt(lo)} and {fmt(hi)}")
     if a != b:
         cut = [e for e in edges if lo < e <= hi]
-        return Graded(Status.INCONCLUSIVE, mid, f"{said}, which straddles " + " and ".join(fmt(e) for e in cut)
-                      + f", the edge between '{a}' and '{b}'")
+        return Graded(Status.INCONCLUSIVE, mid, f"{said}, which straddles " + _edges(cut, fmt)
+                      + f" between '{a}' and '{b}'")
     return Graded(Status.HELD if answer == mid else Status.MISSED, mid, f"{said}, all inside '{mid}'")
 
 

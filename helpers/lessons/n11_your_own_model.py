@@ -80,9 +80,13 @@ def blocks(run, timed) -> None:
                      + ("so the GPU waits for the CPU even with nobody watching." if lo > 1 else
                         "so without the profiler the GPU would not wait: the verdict is the profiler's doing."
                         if hi < 1 else "too close to 1 to say whether the verdict holds without the profiler."))
+        named = ""
+        if first is not None and first.rule == RuleId.TINY_KERNELS:
+            named = (f"diagnose's first finding, '{first.title}', is the CPU-bound kind: the GPU waits for the CPU "
+                     "between kernels too short to cover their own launches. ")
         return widgets.verdict(
             answer == actual,
-            f"On this run the GPU is busy {b.gpu_busy_share:.0%} of the window, and its time is {b.ratio:.0%} of the "
+            named + f"On this run the GPU is busy {b.gpu_busy_share:.0%} of the window, and its time is {b.ratio:.0%} of the "
             f"CPU's. {_kinds_of_work(run.trace)}; each finding above lists its evidence from "
             f"the trace and the notebook that explains it.{plain}", actual=actual)
 
@@ -285,8 +289,11 @@ def external(other) -> None:
         return widgets.verdict(
             answer == v, f"The GPU ran work {us(b.busy_us)} of the {us(b.window_us)} window. Its first work came "
             f"{us(lead)} into the window; from then on the CPU's own work (its ops and calls, not counting its waits "
-            f"for the GPU) took {us(b.paced_cpu_us)}: {side}, so <b>{v}</b>.{first} Read the findings above for "
-            "the evidence.", actual=v)
+            f"for the GPU) took {us(b.paced_cpu_us)}: {side}, so <b>{v}</b>.{first}"
+            + (" diagnose's own CPU-bound line counts less: only the GPU's idle time that no other finding's cause "
+               "explains (each stretch of time is counted in one finding only)."
+               if b.cpu_paced and any(f.rule == RuleId.CPU_BOUND for f in found[1:]) else "")
+            + " Read the findings above for the evidence.", actual=v)
 
     widgets.ask("11.external", "Is that AlexNet benchmark trace CPU-bound or GPU-bound?",
                 choices=VERDICT_CHOICES, default="GPU-bound", reveal=reveal)
