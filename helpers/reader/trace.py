@@ -508,6 +508,8 @@ def _merged(runs: list[array]) -> list[int]:
 
 def _positions(column: array, n: int) -> list[array]:
     """For each code 0..n-1, the event indices whose ``column`` holds it, ascending."""
+    if vector.fast(len(column)):
+        return vector.positions(column, n)
     by: list[list[int]] = [[] for _ in range(n)]
     append = [x.append for x in by]
     for i, c in enumerate(column):

@@ -134,6 +134,19 @@ def by_start(trace: "EventColumns", idx: list[int]) -> tuple[list[int], list[flo
     return idx, list(map(trace.ts.__getitem__, idx))
 
 
+def positions(column: array, n: int) -> list[array]:
+    """For each code 0..n-1, the indices whose ``column`` holds it, ascending (a stable sort, split by count)."""
+    a = np.frombuffer(column, dtype=np.dtype(column.typecode)) if len(column) else np.zeros(0, dtype=np.int64)
+    order = np.argsort(a, kind="stable").astype(np.dtype("l"), copy=False)
+    counts = np.bincount(a, minlength=n) if len(a) else np.zeros(n, dtype=np.int64)
+    out = []
+    for part in np.split(order, np.cumsum(counts)[:-1]):
+        x = array("l")
+        x.frombytes(part.tobytes())
+        out.append(x)
+    return out
+
+
 def starts_on_lanes(trace: "EventColumns", idx: Any, lanes: set[int]) -> dict[int, tuple[Any, Any]]:
     """For each of ``lanes``: the events of ``idx`` on it, sorted by start (those that start together in the
     order of ``idx``), as (their starts, the events): numpy arrays for a large trace (a few bytes an event, not
