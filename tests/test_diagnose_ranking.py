@@ -260,7 +260,7 @@ def test_findings_are_ranked_by_the_gain_of_their_fix():
         assert notes == sorted(notes, key=lambda f: (f.says_little, -f.share)), path  # what says little last
         for f in got:
             if f.share is not None:
-                assert 0.0 <= f.share <= 1.0 and f.base and f.amount.startswith((f"{f.share:.0%} of ", "under 1% of "))
+                assert 0.0 <= f.share <= 1.0 and f.base and f.amount.startswith((f"{f.share:.0%} of ", "under 1% of ", "over 99% of "))
             if f.gain is not None:
                 assert f.gain.low <= f.gain.speedup <= f.gain.high and f.gain.basis, (path, f.rule)
 

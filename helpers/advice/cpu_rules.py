@@ -404,7 +404,8 @@ def _cpu_bound(c: Context) -> Finding | None:
           f"({b.share(b.waiting_for_cpu_us):.0%}), in {len(gaps):,} gap{'s' if len(gaps) != 1 else ''}"
           + (f" ({sum(1 for g in gaps if 100 <= g < 1000):,} of them 0.1 to 1 ms)" if len(gaps) > 20 else "")
           + f" before work not yet launched, or launched less than {us(b.late_us)} before the GPU reached it (ten times "
-            "this trace's quickest launch-to-start times, held within 50 us to 500 us)"
+            "the 5th percentile of this trace's delays from a launch call to its work's start, held within 50 us to "
+            "500 us)"
           + (f"; {us(claimed)} of these gaps are explained by the other findings here (whose shares may also hold "
              f"idle time outside these gaps); the remaining {us(total(left))} have no named cause, and are this "
              "finding's" if claimed > 0.01 * b.window_us else ""),
@@ -495,7 +496,9 @@ def _cpu_bound(c: Context) -> Finding | None:
         ev.append(f"the CPU's own work ({us(b.paced_cpu_us)} from the first GPU work on) is at most "
                   f"{PROFILER_MARGIN:g}x the GPU's ({us(gpu_step)}): a margin the profiler's own cost on the CPU can "
                   "make, so without the profiler the GPU may set the pace (notebook 10's flash attention: CPU-bound "
-                  "as recorded, as quick as its GPU work when timed without the profiler): time it before acting")
+                  "as recorded, as quick as its GPU work when timed without the profiler): a note, not an issue, "
+                  "until a timing without the profiler says otherwise")
+        severity = Severity.NOTE
     f = Finding(rule, title, severity, ev, advice, says_little=after_last)
     return c.claimed(f, label, basis, cpu=left, cpu_speedup=speedup)
 

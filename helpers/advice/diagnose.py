@@ -126,7 +126,8 @@ def first_line(findings: list[Finding]) -> str:
 
 #: how to read the list, printed under its first line
 LEGEND = ("(How to read this. [issue]: fixing it should win time back; its second line says how much, where the "
-          "trace can tell. [note]: worth knowing, but this trace shows its fix gaining little. The recorded window "
+          "trace can tell. [note]: worth knowing, but this trace shows its fix gaining little, or gaining what the "
+          "profiler's own cost may account for. The recorded window "
           "is the time from the first profiler step (or the first event) to the end of the last thing recorded "
           "(a step span that runs on after everything else has ended is cut there). "
           "Each finding's share is the part of that window it explains, either time the GPU sat idle or time it "

@@ -93,7 +93,9 @@ class Finding:
         """'62% of the recorded window: the GPU idle', or '' when the finding cannot size itself."""
         if self.share is None:
             return ""
-        pct = "under 1%" if 0 < self.share < 0.005 else f"{self.share:.0%}"  # (a "0%" reads as none at all)
+        # (a "0%" reads as none at all, a "100%" beside other shares as more than the whole)
+        pct = ("under 1%" if 0 < self.share < 0.005 else "over 99%" if 0.995 <= self.share < 1 else
+               f"{self.share:.0%}")
         return f"{pct} of {self.base}" + (f": {self.of}" if self.of else "")
 
     @property

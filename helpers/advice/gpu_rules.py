@@ -18,7 +18,7 @@ from ..facts import hardware, memory, roofline, kernel_kinds as kk, step_facts a
 from ..facts.budget import EVEN_MARGIN
 from ..facts.text import nbytes, short, us
 from ..reader.spans import difference, intersection, merged, total
-from ..reader.trace import CPU_OP, MEMCPY, Trace
+from ..reader.trace import CPU_OP, KERNEL, MEMCPY, Trace
 from .findings import IDLE_NOTE, Context, Finding, Rule, Severity
 from .ledger import Side, Speedup
 from .rulebook import RuleId
@@ -378,10 +378,15 @@ def _gpu_bound(c: Context) -> Finding | None:
     got = c.claimed(f, "the GPU busy with work no other finding explains", gpu=left)
     if got is not None and shape is not None and shape.bound == roofline.MEMORY_BOUND and shape.share >= FUSE_SHARE:
         # memory-bound kernels near the memory roof: only fewer bytes makes them faster, and fusing them moves fewer
-        mine = total(intersection(left, c.budget.busy)) * shape.share
+        # the memory-bound kernels' own time inside what this finding claims (another finding may hold the rest)
+        r = roofline.roofline(c.trace)
+        names = {p.kernel for p in r.points if p.bound == roofline.MEMORY_BOUND}
+        mine = total(intersection(left, merged((t.ts[j], t.end_of(j)) for j in t.on_gpu((KERNEL,))
+                                               if t.name_of(j) in names)))
         got.severity = Severity.ISSUE
         got.gain = c.ledger.gain(
-            f"if fusing the memory-bound kernels, {shape.share:.0%} of the kernel time, halved the bytes they move; "
+            f"if fusing the memory-bound kernels ({shape.share:.0%} of the kernel time; {us(mine)} of it in this "
+            "finding's share) halved the bytes they move; "
             f"the ends: {FUSE_SPEED.low:g}x and {FUSE_SPEED.high:g}x fewer bytes, since how many passes over memory a "
             "fusion saves depends on which kernels read which tensors, which the trace does not say. A hypothesis: "
             "no such fix was timed in this project", gpu_us=mine, gpu=FUSE_SPEED)

@@ -95,14 +95,22 @@ def hidden_sync(c: Context) -> Finding | None:
         head = f"{len(found)} waits for the GPU in the trace (it has no profiler steps to place them in)"
     ev = [head + f", {us(sum(s.dur_us for s in found))} in the calls that wait"]
     ev += [_group_text(groups[k], idle_of[k]) for k in ordered[:5]]
+    if len(ordered) > 5:  # the rest said, not dropped: a cause with little GPU idle can hold long waits
+        rest = ordered[5:]
+        n = sum(len(groups[k]) for k in rest)
+        waited_rest = sum(x.dur_us for k in rest for x in groups[k])
+        big = max(rest, key=lambda k: sum(x.dur_us for x in groups[k]))
+        ev.append(f"{len(rest)} more cause{'s' if len(rest) != 1 else ''}, {n} waits, {us(waited_rest)} in the calls "
+                  f"that wait (the most: {_group_text(groups[big], idle_of[big])})")
     # the tips in the order of the groups' cost: the costliest waits' fix first
     tips: list[str] = []
 
     def tip(s: sf.Sync) -> str | None:
         if library_exchange(s.annotation):
             return ("the waits in a library's exchange (its '## ... ##' labels) are the library's: its pipelined "
-                    "training loop may hide them behind compute (TorchRec's TrainPipelineSparseDist overlaps the next "
-                    f"batch's input distribution with this batch's forward and backward: {TORCHREC_PIPELINE})")
+                    "training loop, if it has one, may hide them behind compute (TorchRec's TrainPipelineSparseDist, "
+                    "for one, overlaps the next batch's input distribution with this batch's forward and backward: "
+                    f"{TORCHREC_PIPELINE})")
         if s.cause_op in ("aten::_local_scalar_dense", "aten::is_nonzero"):
             return ("keep values such as the loss on the GPU and read them (.item()) every N steps, not every step; "
                     "decide with tensor ops (torch.where) instead of `if tensor:`")

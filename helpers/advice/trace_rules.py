@@ -46,8 +46,8 @@ def _not_recorded(c: Context) -> Finding | None:
     if (launches or copies) and not work:
         ranges = c.summary.counter_ranges
         ev = [f"{len(launches)} launch calls and {len(copies)} copy calls on the CPU, no kernel, copy or fill on any "
-              "GPU lane: the GPU's side of the timeline is not in the trace, so its idle time cannot be read (this "
-              "is no GPU idle 100%)"]
+              "GPU lane: the GPU's side of the timeline is not in the trace, so its idle time cannot be read (an "
+              "empty GPU timeline here means nothing was recorded, not a GPU that sat idle)"]
         if ranges is not None:  # CUPTI ran, in its range-profiling mode: counters per kernel, no timeline
             ev.append(f"the trace holds {ranges.count} counter ranges of CUPTI's range profiler ({ranges.kernels} "
                       "kernels' hardware counters, summarize lists them): this run was profiled for hardware "
