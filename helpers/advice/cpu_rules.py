@@ -196,7 +196,8 @@ def _input_bound(c: Context) -> Finding | None:
                 basis += (f"; with the rest of the step as recorded, faster loading alone gives at most "
                           f"{times(alone)}; the high end: the step as short as the longer of the GPU's own work and "
                           f"the loading at {rates[2]:g}x, which it would be if the rest of the CPU's work also ran "
-                          "faster without the profiler (a profiled trace cannot say whether it does: time the fix)")
+                          "faster without the profiler (a profiled trace cannot say whether it does: time the fix); "
+                          "that end takes in what the other findings' fixes would win too")
         got.gain = Gain(speed(rates[0]), speed(rates[1]), high, basis)
     return got
 
@@ -215,7 +216,7 @@ def _recompiles(c: Context) -> Finding | None:
         ev.append(f"{spent.compiles} compile{'s' if spent.compiles != 1 else ''} inside the recorded window "
                   f"({', '.join(spent.names)} spans, torch.compile's own), {us(spent.us)} in all")
     f = Finding(RuleId.RECOMPILES, "Recompilation: a compiled frame was compiled again", Severity.ISSUE, ev,
-                "run with TORCH_LOGS=recompiles to see which guard failed: shapes, dtypes or devices that change "
+                "run with TORCH_LOGS=recompiles to see which guard failed (a guard: a check torch.compile makes on the inputs before it reuses a compiled graph): shapes, dtypes or devices that change "
                 "between calls; mark dynamic dimensions or keep them fixed")
     if not spent.spans or not c.budget.busy:  # recompiled outside the window, or no GPU to idle: nothing to size
         return f
@@ -448,7 +449,7 @@ def _cpu_bound(c: Context) -> Finding | None:
                    (RuleId.CPU_BOUND, "CPU-bound: the GPU waits for the CPU"))
     severity = Severity.ISSUE
     if not b.cpu_paced:  # the GPU's work outlasts the CPU's: these gaps are the frame's remainder, not the step's pace
-        ev.insert(0, f"the CPU's own work, {us(b.paced_cpu_us)} from the first GPU work on, is shorter than the GPU's, {us(b.busy_us + b.queued_us)}"
+        ev.insert(0, f"the CPU's own work, {us(b.paced_cpu_us)} from the first GPU work on, is shorter than the GPU's, {us(b.busy_us + b.queued_us)} (its work, and the idle behind work queued long before)"
                      + (f": about even (within {EVEN_MARGIN:.0%}), so the GPU sets the pace by a margin the "
                         "profiler's own cost on the CPU could undo; these gaps are where the GPU waited"
                         if b.about_even else

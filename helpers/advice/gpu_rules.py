@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections import Counter
+from dataclasses import replace
 
 from .. import facts
 from ..facts import hardware, memory, roofline, kernel_kinds as kk, step_facts as sf
@@ -390,6 +391,7 @@ def _gpu_bound(c: Context) -> Finding | None:
             f"the ends: {FUSE_SPEED.low:g}x and {FUSE_SPEED.high:g}x fewer bytes, since how many passes over memory a "
             "fusion saves depends on which kernels read which tensors, which the trace does not say. A hypothesis: "
             "no such fix was timed in this project", gpu_us=mine, gpu=FUSE_SPEED)
+        got.gain = replace(got.gain, hypothesis=True)
         got.next = ("fuse the memory-bound kernels (torch.compile fuses chains of elementwise ops into one kernel, "
                     "or a fused op does), so that the data passes through memory fewer times; " + got.next)
     return got

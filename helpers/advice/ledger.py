@@ -18,7 +18,7 @@ cannot take it below the CPU's). A part made ``s`` times faster saves
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import Word
 from ..facts.budget import Budget
@@ -63,9 +63,12 @@ class Gain:
     high: float
     basis: str
     of: str = "the step"  # what gets faster: "the step", or "the recording" for a one-time cost
+    hypothesis: bool = False  # its basis is a guess no fix of this project timed: said in the one-line summary too
 
     def words(self) -> str:
         """'fixing this should make the step about 2.1x faster (1.4x to 3.0x)'."""
+        if self.hypothesis:
+            return "as a hypothesis, " + replace(self, hypothesis=False).words()
         if self.speedup < 1.05 and self.high < 1.05:
             return f"by this trace, fixing this alone should change {self.of} little (under 5%)"
         if self.speedup < 1.05:  # little as recorded, more where the other side would set the pace (the high end)
@@ -150,7 +153,8 @@ class Ledger:
         if gpu_us and paced > high:
             high = paced
             basis += ("; as recorded, the CPU's own work (which the profiler inflates) sets the pace and stops the "
-                      "gain; the high end: the GPU's own time, cut by the fix, setting it")
+                      "gain; the high end: the GPU's own time, cut by the fix, setting it (that end takes in what "
+                      "the CPU-side findings' fixes would win too)")
         mid, low = w / after(c.mid, g.mid), w / after(c.low, g.low)
         if gpu_us and not b.cpu_paced and b.busy_us + b.queued_us > 0:
             # A GPU-side fix where the GPU sets the pace: Amdahl on the GPU's time, the share the fix's work holds of
