@@ -190,7 +190,9 @@ class Context:
         if waited > 0 and self.budget.cpu_paced:  # the share counts GPU idle time; the gain counts these too
             basis += (f"; the CPU sets the pace, and it also waited {us_text(waited)} while the GPU ran other work "
                       "than the copies it waited for: that time leaves the step too, if the values are read later "
-                      "rather than waited for (the share counts only the GPU's idle time)")
+                      "rather than waited for (the share counts only the GPU's idle time)"
+                      + ("; with one recorded step, whether the CPU could then run ahead into the next step this "
+                         "trace cannot show: a longer recording would" if len(self.summary.steps) == 1 else ""))
         if f.severity == Severity.ISSUE and (cpu_speedup or gpu_speedup):
             f.gain = self.ledger.gain(basis, of=gain_of, cpu_us=total(got_cpu), cpu=cpu_speedup, gpu_us=total(got_gpu),
                                       gpu=gpu_speedup, wait_us=waited if self.budget.cpu_paced else 0.0,
