@@ -389,7 +389,8 @@ def _gpu_bound(c: Context) -> Finding | None:
             f"if fusing the memory-bound kernels ({shape.share:.0%} of the kernel time; {us(mine)} of it in this "
             "finding's share) halved the bytes they move; "
             f"the ends: {FUSE_SPEED.low:g}x and {FUSE_SPEED.high:g}x fewer bytes, since how many passes over memory a "
-            "fusion saves depends on which kernels read which tensors, which the trace does not say. A hypothesis: "
+            "fusion saves depends on which ops read which op's output, which the trace shows only as shapes (ops "
+            "of one shape in a row suggest a chain, a long one could save more than the high end). A hypothesis: "
             "no such fix was timed in this project", gpu_us=mine, gpu=FUSE_SPEED)
         got.gain = replace(got.gain, hypothesis=True)
         got.next = ("fuse the memory-bound kernels (torch.compile fuses chains of elementwise ops into one kernel, "
