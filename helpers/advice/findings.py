@@ -164,6 +164,12 @@ class Context:
         """``f`` with the share of the base that ``spent_us`` is (None: the finding cannot size itself)."""
         return f if spent_us is None else f.size(spent_us, self.base_us, of, self.base)
 
+    def waited_us(self, wait: Spans) -> float:
+        """The CPU's waits in ``wait`` that overlap the GPU's busy time, less its collectives and what an earlier
+        finding's fix removes whole (see :meth:`claimed`)."""
+        return total(difference(intersection(merged(wait), self.budget.busy),
+                                merged(list(self.budget.collectives) + list(self.ledger.removed))))
+
     def claimed(self, f: "Finding", of: str, basis: str = "", *, cpu: Spans | None = None,
                 cpu_speedup: Speedup | None = None, gpu: Spans | None = None, gpu_speedup: Speedup | None = None,
                 cpu_at_most_us: float | None = None, gain_of: str = "the step",
@@ -180,8 +186,7 @@ class Context:
         # the waits that overlap the GPU's busy time (their idle part is in got_cpu already), not its collectives (a
         # wait for a collective is a wait for the other ranks, which no sync removed would shorten), nor those inside
         # CPU work an earlier finding's fix takes away (the DataLoader's: its fix takes its waits along)
-        waited = total(difference(intersection(merged(wait), self.budget.busy),
-                                  merged(list(self.budget.collectives) + list(self.ledger.removed)))) if wait else 0.0
+        waited = self.waited_us(wait) if wait else 0.0
         if removes:
             self.ledger.removed = merged(list(self.ledger.removed) + list(removes))
         if us <= 0 and waited <= 0:

@@ -85,7 +85,8 @@ def hidden_sync(c: Context) -> Finding | None:
         groups.setdefault((s.cause_op or s.op or s.calls[-1], s.annotation, s.copy), []).append(s)
     # (not the queue filling before the first GPU work: a steady loop's CPU is ahead there, so no step pays it)
     free = c.ledger.left(Side.CPU, filling=False)
-    idle_of = {k: total(intersection(free, merged(sp for x in g for sp in _wait_spans(c, x)))) for k, g in groups.items()}
+    spans_of = {k: merged(sp for x in g for sp in _wait_spans(c, x)) for k, g in groups.items()}
+    idle_of = {k: total(intersection(free, spans_of[k])) for k in groups}
     ordered = sorted(groups, key=lambda k: -idle_of[k])
     steps_with = {s.step for s in found if s.step}
     if c.summary.steps:
@@ -133,7 +134,7 @@ def hidden_sync(c: Context) -> Finding | None:
     where = " inside the step" if c.summary.steps else ""  # no steps: no step to say it is in
     f = Finding(RuleId.HIDDEN_SYNC, f"Hidden synchronizations: the CPU waits for the GPU{where}", Severity.ISSUE, ev,
                 "; ".join(tips))
-    spans = merged(sp for s in found for sp in _wait_spans(c, s))
+    spans = merged(sp for v in spans_of.values() for sp in v)
     blocks = _sync_blocks(c, found)
     basis = "without the waits the CPU launches the next work sooner, by up to each wait's length"
     what = "the GPU idle in and after the waits, waiting for the CPU"
@@ -159,12 +160,11 @@ def hidden_sync(c: Context) -> Finding | None:
     parts = []
     for k in ordered:
         g = groups[k]
-        own = merged(list(merged(sp for x in g for sp in _wait_spans(c, x))) + list(blocks.get(k[1] or "", [])))
+        own = merged(list(spans_of[k]) + list(blocks.get(k[1] or "", [])))
         got = total(intersection(free, own))
         w = merged((x.start_us, x.start_us + x.dur_us) for x in g)
         w = difference(w, copies) if copies else w
-        waited = total(difference(intersection(w, c.budget.busy),
-                                  merged(list(c.budget.collectives) + list(c.ledger.removed))))
+        waited = c.waited_us(w)
         parts.append(Part(k[0], k[1], c.ledger.gain(basis, cpu_us=got, cpu=Speedup.gone(low=2.0),
                                                     wait_us=waited if c.budget.cpu_paced else 0.0)))
     f.parts = parts

@@ -56,6 +56,18 @@ _RAW = msgspec.Raw if msgspec is not None else None
 _correlation = attrgetter("correlation")
 
 
+def _codes(values: Any, index: dict, new: Any) -> list:
+    """Each value's code in ``index``; ``new(value)`` adds the values not in it yet (and returns its code)."""
+    codes = list(map(index.get, values))
+    if None in codes:
+        for k, code in enumerate(codes):
+            if code is None:
+                v = values[k]
+                code = index.get(v)
+                codes[k] = code if code is not None else new(v)
+    return codes
+
+
 class ShapeTable(Mapping):
     """CPU op event index -> its shape text (event_fields.shape_text), for the ops recorded with shapes.
 
@@ -72,30 +84,22 @@ class ShapeTable(Mapping):
         self.texts: list[bytes] = []
         self._number: dict[bytes, int] = {}
 
+    def _new(self, text: bytes) -> int:
+        """A text not held yet: its number."""
+        k = self._number[text] = len(self.texts)
+        self.texts.append(text)
+        return k
+
     def add(self, event: int, text: bytes) -> None:
         """Event ``event`` (above every event held) has the shapes ``text``."""
         k = self._number.get(text)
-        if k is None:
-            k = self._number[text] = len(self.texts)
-            self.texts.append(text)
         self.events.append(event)
-        self.ids.append(k)
+        self.ids.append(self._new(text) if k is None else k)
 
     def add_many(self, events: list[int], texts: list[bytes]) -> None:
         """:meth:`add` for each pair, in one go (events ascending, above every event held)."""
-        number = self._number
-        ids = list(map(number.get, texts))
-        if None in ids:
-            for i, k in enumerate(ids):
-                if k is None:
-                    t = texts[i]
-                    k = number.get(t)
-                    if k is None:
-                        k = number[t] = len(self.texts)
-                        self.texts.append(t)
-                    ids[i] = k
         self.events.fromlist(events)
-        self.ids.fromlist(ids)
+        self.ids.fromlist(_codes(texts, self._number, self._new))
 
     def __getitem__(self, event: int) -> bytes:
         events = self.events
@@ -121,16 +125,9 @@ class ShapeTable(Mapping):
 
     def extend(self, other: "ShapeTable", shift: int) -> None:
         """``other``'s ops, their event indices ``shift`` higher (all above those held): a worker's part joined."""
-        number = self._number
-        if len(number) != len(self.texts):  # unpickled: the texts' numbers are not sent
-            number.update((t, k) for k, t in enumerate(self.texts))
-        renum = array("l")
-        for t in other.texts:
-            k = number.get(t)
-            if k is None:
-                k = number[t] = len(self.texts)
-                self.texts.append(t)
-            renum.append(k)
+        if len(self._number) != len(self.texts):  # unpickled: the texts' numbers are not sent
+            self._number.update((t, k) for k, t in enumerate(self.texts))
+        renum = _codes(other.texts, self._number, self._new)
         self.events.extend(array("q", map(shift.__add__, other.events)))
         self.ids.extend(array("l", map(renum.__getitem__, other.ids)))
 
@@ -379,18 +376,6 @@ class ColumnBuilder:
             c.seq_number.append(s)
             c.seq_fwd_thread.append(f if _int64(f) else -1)
 
-    @staticmethod
-    def _codes(values: Any, index: dict, new: Any) -> list:
-        """Each value's code in ``index``; ``new(value)`` adds the values not in it yet."""
-        codes = list(map(index.get, values))
-        if None in codes:
-            for k, code in enumerate(codes):
-                if code is None:
-                    v = values[k]
-                    code = index.get(v)
-                    codes[k] = code if code is not None else new(v)
-        return codes
-
     def _add_complete(self, xs: list, phs: list | None) -> bool:
         """Type-checked complete events, a column at a time; False if an event needs a closer look.
 
@@ -409,12 +394,12 @@ class ColumnBuilder:
         c = self.c
         n0 = self.n
         try:
-            name_ids = self._codes(names, self.name_ix, self._new_name)
+            name_ids = _codes(names, self.name_ix, self._new_name)
         except _NoName:  # the event loop says which event (the read fails: what was interned does not matter)
             return False
-        cat_ids = self._codes(cats, self.cat_ix, self._new_cat)
+        cat_ids = _codes(cats, self.cat_ix, self._new_cat)
         if None in lanes:
-            lanes = self._codes(keys, self.lane_ix, self._new_lane)
+            lanes = _codes(keys, self.lane_ix, self._new_lane)
         gpu_cat, cpu_cat, lane_gpu, lane_cpu = self.gpu_cat, self.cpu_cat, c.lane_gpu, c.lane_cpu
         pairs = set(zip(lanes, cat_ids))
         c.lane_cats |= pairs
