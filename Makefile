@@ -16,13 +16,17 @@ STAMP  := $(VENV)/.installed
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv --system-site-packages $(VENV)
-	@# pip 21.3 or newer installs this project from its pyproject.toml alone (PEP 660); an older one is upgraded first
-	@$(PY) -c "import pip, sys; sys.exit(tuple(int(x) for x in pip.__version__.split('.')[:2]) < (21, 3))" 2>/dev/null \
+	@# pip 22.1 or newer installs this project from its pyproject.toml alone (PEP 660) and takes --config-settings;
+	@# an older one is upgraded first
+	@$(PY) -c "import pip, sys; sys.exit(tuple(int(x) for x in pip.__version__.split('.')[:2]) < (22, 1))" 2>/dev/null \
 	  || $(PY) -m pip install -q --disable-pip-version-check --upgrade pip 2>&1 | grep -v 'is ignored' || true
 	@$(PY) -c "import torch" 2>/dev/null || { echo "installing $(TORCH)"; \
 	  $(PY) -m pip install -q --disable-pip-version-check "$(TORCH)" 2>&1 | grep -v 'is ignored' || true; }
-	@# PYTHONWARNINGS: setuptools warns about editable installs on every first set-up; nothing to act on
-	@PYTHONWARNINGS=ignore $(PY) -m pip install -q --disable-pip-version-check -e ".[notebooks,test]" 2>&1 | grep -v 'is ignored' || true
+	@# PYTHONWARNINGS: setuptools warns about editable installs on every first set-up; nothing to act on.
+	@# editable_mode=compat: a plain path in a .pth file, not setuptools' import finder, which costs every Python
+	@# start (a kernel, each `python -m helpers`) about 10 ms of imports
+	@PYTHONWARNINGS=ignore $(PY) -m pip install -q --disable-pip-version-check -e ".[notebooks,test]" \
+	  --config-settings editable_mode=compat 2>&1 | grep -v 'is ignored' || true
 	@# JupyterLab is looked for, not imported: importing its server costs seconds here and make lab starts it anyway
 	@$(PY) -c "import importlib.util, torch, ipywidgets, matplotlib, nbval, msgspec, helpers; \
 	  assert importlib.util.find_spec('jupyterlab'), 'no jupyterlab'" \

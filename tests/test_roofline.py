@@ -156,3 +156,19 @@ def test_the_json_module_finds_the_same_shapes_as_msgspec(monkeypatch):
     seen_plain, found_plain = op_shapes._scan(text, every)
     assert fast and len(fast) == seen == seen_plain
     assert fast == [(n, tid, ts, r.shapes()) for n, tid, ts, r in found_plain]
+
+
+@pytest.mark.parametrize("name", ["block8x256x512_bf16_warm_eager.json", "train-fp32-loop_bf16_warm_eager.json"])
+def test_alike_calls_sized_once_give_what_sizing_each_call_gives(name):
+    """The roofline sizes a model's thousands of alike op calls once each (by the reader's table of shapes); with
+    the shapes in a plain dict it sizes every call on its own: the same points, counts and times."""
+    def points(plain: bool):
+        t = read_trace(H200 / name)
+        if plain:
+            t.shapes = dict(t.shapes.pairs())
+        r = rl.roofline(t)
+        return ([(p.kernel, p.op, p.shape, p.dtype, p.count, round(p.time_us, 6)) for p in r.points],
+                [(n.reason, n.kernels, round(n.time_us, 6), n.example) for n in r.not_sized])
+
+    grouped, each = points(False), points(True)
+    assert grouped == each and grouped[0] and max(p[4] for p in grouped[0]) > 10

@@ -86,13 +86,26 @@ def test_each_computation_alike(path, monkeypatch):
     t._nest()  # and the whole nesting, made at once, agrees with parents found one at a time
     assert a == b == (t._parent[idx[-1]], [t._parent[i] for i in idx[::97]])
     # each launch call's innermost ATen op: numpy's lookup, the walk over the ops and calls, the whole nesting
-    from helpers.facts.roofline import _innermost_ops
+    from helpers.facts.kernels import innermost_ops
 
     calls = [i for i in t.launchers(work) if i >= 0]
     t._parent = None
-    a, b = _both(monkeypatch, lambda: _innermost_ops(t, calls))
+    a, b = _both(monkeypatch, lambda: innermost_ops(t, calls))
     t._nest()
-    assert a == b == _innermost_ops(t, calls) and sum(op >= 0 for op in a.values()) > 50
+    assert a == b == innermost_ops(t, calls) and sum(op >= 0 for op in a.values()) > 50
+    # the kinds of many kernels at once (their launching ops found together) are each kernel's kind alone
+    t._parent = None
+    from helpers.facts.kernels import kind_of, kinds_of
+
+    t._parent = None
+    a, b = _both(monkeypatch, lambda: kinds_of(t, work))
+    assert a == b == [kind_of(t, j) for j in work]
+    if t.shapes:  # the op calls' shapes looked up at once: the table's own answer, op by op
+        held = list(t.shapes)
+        asked = held[::7] + [i + 1 for i in held[::11] if i + 1 not in t.shapes]
+        a, b = _both(monkeypatch, lambda: t.shapes.numbers(asked))
+        assert a == b == [t.shapes.ids[held.index(i)] if i in t.shapes else -1 for i in asked]
+        assert -1 in a and any(x >= 0 for x in a)
     a, b = _both(monkeypatch, lambda: vector.remap(t.name_id, list(range(len(t.name_table)))[::-1]))
     assert a == b and a[0] == len(t.name_table) - 1 - t.name_id[0]
     a, b = _both(monkeypatch, lambda: vector.shifted(t.ts, 1.5))

@@ -20,7 +20,8 @@ import statistics
 from dataclasses import dataclass, field
 
 from . import kernel_kinds as kk, gpu_work, kind_of, steps
-from ..reader.trace import ANNOTATION, CPU_OP, Trace
+from ..reader.trace import ANNOTATION, Trace
+from .kernels import innermost_op
 
 BACKWARD_NODE = "autograd::engine::evaluate_function: "
 
@@ -41,13 +42,6 @@ class GemmCall:
     # rank of the forward GEMM with the same sequence number (the layer it belongs to); None when not paired
     kernels: list[str] = field(default_factory=list)  # GEMM-kind kernel names, in launch order
     gpu_us: float = 0.0  # their GPU time
-
-
-def _innermost_op(trace: Trace, i: int) -> int | None:
-    for p in trace.ancestors(i):
-        if trace.group_of(p) == CPU_OP:
-            return p
-    return None
 
 
 def _context(trace: Trace, op: int) -> tuple[str | None, int | None, str | None]:
@@ -79,7 +73,8 @@ def gemm_calls(trace: Trace) -> list[GemmCall]:
         k = bisect.bisect_right(starts, trace.ts[i]) - 1
         if k < 0 or trace.ts[i] > st[k].start_us + st[k].dur_us:
             continue
-        op = _innermost_op(trace, i)
+        op = innermost_op(trace, i)
+        op = op if op >= 0 else None
         key = op if op is not None else -1 - i
         call = by_op.get(key)
         if call is None:

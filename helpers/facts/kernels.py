@@ -67,13 +67,53 @@ class KernelStat:
     resources: Resources
 
 
+def innermost_ops(trace: Trace, launches: list[int]) -> dict[int, int]:
+    """Each launch call's innermost ATen op (-1: none), as :meth:`Trace.parent` nests events (the same order and
+    slack), found for the ATen ops and these calls alone: the roofline and the kernels' kinds need no
+    other event's parent, and nesting them all costs more than either."""
+    if getattr(trace, "_parent", None) is not None:  # nested already: ask it
+        return {i: innermost_op(trace, i) for i in launches}
+    ops = trace.on_gpu_array((CPU_OP,), gpu=False)
+    if vector.fast(len(ops) + len(launches)):
+        return vector.enclosing(trace, ops, launches)
+    ops = ops.tolist()
+    lanes = {trace.lane[i] for i in launches}
+    ops = [i for i in ops if trace.lane[i] in lanes]
+    wanted = set(launches)
+    per: dict[int, list[int]] = {}
+    for i in ops + launches:
+        per.setdefault(trace.lane[i], []).append(i)
+    ts, dur = trace.ts, trace.dur
+    out: dict[int, int] = {}
+    for idx in per.values():
+        stack: list[int] = []
+        ends: list[float] = []
+        for start, minus_dur, i in sorted(zip([ts[i] for i in idx], [-dur[i] for i in idx], idx)):
+            end = start - minus_dur
+            lim = end - 1e-3  # (Trace._nest_lanes' slack)
+            while ends and ends[-1] < lim:
+                stack.pop()
+                ends.pop()
+            if i in wanted:
+                out[i] = next((k for k in reversed(stack) if k not in wanted), -1)
+            stack.append(i)
+            ends.append(end)
+    return out
+
+
+def innermost_op(trace: Trace, i: int) -> int:
+    """The innermost ATen op around event ``i`` on its CPU thread, or -1."""
+    p = trace.parent(i)
+    while p >= 0 and trace.group_of(p) != CPU_OP:
+        p = trace.parent(p)
+    return p
+
+
 def launching_op(trace: Trace, j: int) -> str | None:
     """The innermost ATen op around the call that launched GPU work ``j``."""
     i = trace.launch_of(j)
-    for p in trace.ancestors(i) if i >= 0 else []:
-        if trace.group_of(p) == CPU_OP:
-            return trace.name_of(p)
-    return None
+    p = innermost_op(trace, i) if i >= 0 else -1
+    return trace.name_of(p) if p >= 0 else None
 
 
 _KIND_CACHE: dict[tuple, str] = {}  # (name, group, op) -> kind: classify runs regexes, names repeat
@@ -89,6 +129,21 @@ def _classify(name: str, group: str, op: str | None = None) -> str:
     return kind
 
 
+def kinds_of(trace: Trace, works: list[int]) -> list[str]:
+    """:func:`kind_of` of each piece of GPU work in ``works``, the launching ops of those whose name does not say
+    found at once (:func:`innermost_ops`), not by nesting every CPU event."""
+    kinds = [_classify(trace.name_of(j), trace.group_of(j)) for j in works]
+    other = [k for k, kind in enumerate(kinds) if kind == kk.OTHER]
+    if other:
+        launchers = trace.launchers([works[k] for k in other])
+        inner = innermost_ops(trace, sorted({i for i in launchers if i >= 0}))
+        for k, i in zip(other, launchers):
+            op = inner.get(i, -1) if i >= 0 else -1
+            j = works[k]
+            kinds[k] = _classify(trace.name_of(j), trace.group_of(j), trace.name_of(op) if op >= 0 else None)
+    return kinds
+
+
 def kind_of(trace: Trace, j: int) -> str:
     """What GPU event ``j`` is (see :mod:`helpers.facts.kernel_kinds`)."""
     name, group = trace.name_of(j), trace.group_of(j)
@@ -101,13 +156,15 @@ def kind_of(trace: Trace, j: int) -> str:
 def kernels(trace: Trace) -> list[KernelStat]:
     """GPU work grouped by name, most total time first."""
     out = []
-    for ni, idx in _work_by_name(trace).items():
+    groups = _work_by_name(trace)
+    kinds = kinds_of(trace, [idx[0] for idx in groups.values()])
+    for (ni, idx), kind in zip(groups.items(), kinds):
         durs = list(map(trace.dur.__getitem__, idx))
         by_id = Counter(map(trace.name_id.__getitem__, filter((-1).__ne__, trace.launchers(idx))))
         launched = Counter({trace.name_table[k]: v for k, v in by_id.items()})
         out.append(KernelStat(
             name=trace.name_table[ni],
-            kind=kind_of(trace, idx[0]),
+            kind=kind,
             count=len(idx),
             total_us=sum(durs),
             median_us=_median(durs),

@@ -151,9 +151,13 @@ class ShapesRead:
     records: dict[tuple[str, float], list[tuple[Any, _Recorded]]]
     missing: str | None = None  # "not sized: ...": why no op's shapes could be read; None when the file was read
     by_op: dict[int, _Recorded] | None = None  # op event -> its shapes, when the reader held them (Trace.shapes)
+    table: Any = None  # the reader's own table (Trace.shapes, a ShapeTable), when it held them in one
 
     def of(self, trace: Trace, op: int) -> _Recorded | None:
         """The shapes of op event ``op``: held by the reader, or found again by name, start and thread."""
+        if self.table is not None:
+            text = self.table.get(op)
+            return None if text is None else _Recorded((), True, text)
         if self.by_op is not None:
             return self.by_op.get(op)
         recs = self.records.get((trace.name_of(op), trace.ts[op]))
@@ -163,6 +167,11 @@ class ShapesRead:
             tid = trace.lanes[trace.lane[op]].tid
             recs = [f for f in recs if f[0] == tid] or recs
         return recs[0][1]
+
+    def numbers(self, ops: list[int]) -> list[int] | None:
+        """Each op's shapes as a number, equal for equal shapes, -1 where it has none; None where the reader held
+        no table of them (then :meth:`of` answers op by op)."""
+        return self.table.numbers(ops) if self.table is not None else None
 
 
 @dataclass(frozen=True)
@@ -186,6 +195,8 @@ def read_shapes(trace: Trace, wanted: set[tuple[str, float]] | None, ops: Any = 
         if not held:
             return ShapesRead({}, NO_SHAPES)
         if ops is not None:
+            if hasattr(held, "numbers"):  # the reader's ShapeTable: asked as it is, not copied op by op
+                return ShapesRead({}, table=held)
             return ShapesRead({}, by_op={i: _Recorded((), True, held[i]) for i in ops if i in held})
     if wanted is None:
         wanted = {(trace.name_of(op), trace.ts[op]) for op in ops}

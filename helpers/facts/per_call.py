@@ -7,7 +7,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from . import kernel_kinds as kk
 from ..reader.trace import ANNOTATION, CPU_GROUPS, CPU_OP, DRIVER, GPU_WORK, RUNTIME, Trace, covered, lane_spans
-from .kernels import KernelStat, kernels, kind_of
+from .kernels import KernelStat, innermost_op, kernels, kind_of
 from .steps import _median, gpu_work, self_cpu_us, steps
 from .summary import artifacts
 
@@ -113,10 +113,6 @@ def top_kernel(trace: Trace, kind: str) -> KernelStat | None:
     return next((k for k in kernels(trace) if k.kind == kind), None)
 
 
-def _innermost_op(trace: Trace, i: int) -> str | None:
-    return next((trace.name_of(p) for p in trace.ancestors(i) if trace.group_of(p) == CPU_OP), None)
-
-
 def launches_under(trace: Trace, op: str) -> int:
     """How many pieces of GPU work events named ``op`` (and what they called) launched."""
     return sum(len(trace.gpu_work_of(d)) for i in trace.indices(CPU_GROUPS, name=op) if not trace.is_gpu(i)
@@ -132,7 +128,7 @@ def occupancy_queries_by_step(trace: Trace) -> list[tuple[str, dict[str, int]]]:
 def ops_around(trace: Trace, is_call) -> set[str]:
     """The innermost ATen ops around the runtime or driver calls whose name passes ``is_call``."""
     return {op for i in trace.indices((RUNTIME, DRIVER)) if not trace.is_gpu(i) and is_call(trace.name_of(i))
-            for op in [_innermost_op(trace, i)] if op}
+            for p in [innermost_op(trace, i)] if p >= 0 for op in [trace.name_of(p)]}
 
 
 def gpu_time_by_top_op(trace: Trace, annotation: str) -> dict[str, float]:

@@ -39,10 +39,11 @@ import re
 from dataclasses import dataclass, field
 
 from . import hardware, kernel_kinds as kk
+from .kernels import innermost_op, innermost_ops
 from .op_shapes import ShapesRead, read_shapes
 from .op_work import CONV_OPS, GEMM_OPS, Work, size_op
 from ..reader import vector
-from ..reader.trace import CPU_OP, KERNEL, Trace
+from ..reader.trace import KERNEL, Trace
 
 #: A kernel is *near* a roof when it reaches at least this fraction of the roof at its own
 #: arithmetic intensity (the lower of compute peak and intensity * bandwidth). Below it on
@@ -218,47 +219,6 @@ def _judge(flops_s: float, bytes_s: float, intensity: float, peak_tflops: float 
     return roof, frac, COMPUTE_BOUND if mem_roof >= peak_tflops else MEMORY_BOUND
 
 
-def _innermost_ops(trace: Trace, launches: list[int]) -> dict[int, int]:
-    """Each launch call's innermost ATen op (-1: none), as :meth:`Trace.parent` nests events (the same order and
-    slack), found for the ATen ops and these calls alone: the roofline needs no other event's parent, and
-    nesting them all costs more than the rest of the roofline."""
-    if getattr(trace, "_parent", None) is not None:  # nested already: ask it
-        return {i: _innermost_op(trace, i) for i in launches}
-    ops = trace.on_gpu_array((CPU_OP,), gpu=False)
-    if vector.fast(len(ops) + len(launches)):
-        return vector.enclosing(trace, ops, launches)
-    ops = ops.tolist()
-    lanes = {trace.lane[i] for i in launches}
-    ops = [i for i in ops if trace.lane[i] in lanes]
-    wanted = set(launches)
-    per: dict[int, list[int]] = {}
-    for i in ops + launches:
-        per.setdefault(trace.lane[i], []).append(i)
-    ts, dur = trace.ts, trace.dur
-    out: dict[int, int] = {}
-    for idx in per.values():
-        stack: list[int] = []
-        ends: list[float] = []
-        for start, minus_dur, i in sorted(zip([ts[i] for i in idx], [-dur[i] for i in idx], idx)):
-            end = start - minus_dur
-            lim = end - 1e-3  # (Trace._nest_lanes' slack)
-            while ends and ends[-1] < lim:
-                stack.pop()
-                ends.pop()
-            if i in wanted:
-                out[i] = next((k for k in reversed(stack) if k not in wanted), -1)
-            stack.append(i)
-            ends.append(end)
-    return out
-
-
-def _innermost_op(trace: Trace, i: int) -> int:
-    p = trace.parent(i)
-    while p >= 0 and trace.group_of(p) != CPU_OP:
-        p = trace.parent(p)
-    return p
-
-
 def roofline(trace: Trace) -> Roofline:
     """Every GPU kernel whose op the trace sizes, against the GPU's roofs (see the module's docstring)."""
     memo = trace.memo.get("roofline")
@@ -298,7 +258,7 @@ def _calls(trace: Trace, kernels: list[int]) -> tuple[dict[int, list[int]], dict
     calls: dict[int, list[int]] = {}
     left: dict[str, list[int]] = {}
     launchers = trace.launchers(kernels)
-    inner = _innermost_ops(trace, [i for i in launchers if i >= 0])
+    inner = innermost_ops(trace, [i for i in launchers if i >= 0])
     for j, i in zip(kernels, launchers):
         op = inner.get(i, -1) if i >= 0 else -1
         if op < 0:
@@ -317,24 +277,46 @@ def _kind(cache: dict[tuple[str, str], str], kernel: str, op: str) -> str:
     return kind
 
 
+def _alike(trace: Trace, calls: dict[int, list[int]], shapes: ShapesRead) -> list[tuple[int, list[int], int, list[int]]]:
+    """The op calls to size, as (an op, its kernels, how many calls it stands for, all their kernels): the calls
+    of one kernel each with the same op, shapes and kernel name taken once (a model's thousands of calls repeat
+    a few: each is sized, named and classified once, not once a call). The first call of each stands for it, at
+    its place in ``calls``."""
+    ops = list(calls)
+    numbers = shapes.numbers(ops)
+    if numbers is None:
+        return [(op, ks, 1, ks) for op, ks in calls.items()]
+    kss = list(calls.values())
+    name_id = trace.name_id
+    # an op of several kernels gets a key of its own (a negative kernel code no name has)
+    kernel = [name_id[ks[0]] if len(ks) == 1 else -1 - r for r, ks in enumerate(kss)]
+    firsts, group = vector.alike([list(map(name_id.__getitem__, ops)), numbers, kernel])
+    members: list[list[int]] = [[] for _ in firsts]
+    for r, g in enumerate(group):
+        members[g].append(r)
+    return [(ops[f], kss[f], len(rows), kss[f] if len(rows) == 1 else [j for r in rows for j in kss[r]])
+            for f, rows in zip(firsts, members)]
+
+
 def _fill(trace: Trace, r: Roofline, calls: dict[int, list[int]], left: dict[str, list[int]], shapes: ShapesRead,
           total: float) -> None:
     groups: dict[tuple, list] = {}  # (kernel, op, shape, dtype) -> [count, time, work]
     kinds: dict[tuple[str, str], str] = {}  # (kernel, op) -> its kind
     sized: dict[tuple, Work | str] = {}  # the same op with the same shapes, sized once
-    for op, ks in calls.items():
+    dur = trace.dur
+    for op, ks, count, every in _alike(trace, calls, shapes):
         name = trace.name_of(op)
         rec = shapes.of(trace, op)
-        main = max(ks, key=trace.dur.__getitem__)
+        main = max(ks, key=dur.__getitem__)
         if name in GEMM_OPS or name in CONV_OPS:
             # named after its longest GEMM kernel, not a layout transform or a reduction launched beside it
             gemm = [j for j in ks if _kind(kinds, trace.name_of(j), name) == kk.GEMM]
             # of those, one whose name says its arithmetic (kernel_kinds.gemm_math): a real matrix multiply
             mma = [j for j in gemm if kk.gemm_math(trace.name_of(j)) is not None]
-            main = max(mma or gemm or ks, key=trace.dur.__getitem__)
+            main = max(mma or gemm or ks, key=dur.__getitem__)
         kname = trace.name_of(main)
         if rec is None:
-            left.setdefault(f"{name}: no Input Dims recorded for it", []).extend(ks)
+            left.setdefault(f"{name}: no Input Dims recorded for it", []).extend(every)
             continue
         kind = _kind(kinds, kname, name)
         key = (name, kind, rec.key)
@@ -346,22 +328,22 @@ def _fill(trace: Trace, r: Roofline, calls: dict[int, list[int]], left: dict[str
                 w = f"its shapes could not be read ({type(e).__name__})"
             sized[key] = w
         if isinstance(w, str):
-            left.setdefault(f"{name}: {w}", []).extend(ks)
+            left.setdefault(f"{name}: {w}", []).extend(every)
             continue
         key = (kname, name, w.shape, w.dtype)
         g = groups.get(key)
-        t = sum(map(trace.dur.__getitem__, ks))
+        t = sum(map(dur.__getitem__, every))
         if g is None:
-            groups[key] = [1, t, w]
+            groups[key] = [count, t, w]
         else:
-            g[0] += 1
+            g[0] += count
             g[1] += t
     for (kname, op, shape, dtype), (count, t, w) in groups.items():
         r.points.append(_point(r.peaks, kname, op, w, count, t, total))
     r.points.sort(key=lambda p: -p.time_us)
     for reason, ks in left.items():
         t = sum(map(trace.dur.__getitem__, ks))
-        op = _innermost_op(trace, trace.launch_of(ks[0])) if trace.launch_of(ks[0]) >= 0 else -1
+        op = innermost_op(trace, trace.launch_of(ks[0])) if trace.launch_of(ks[0]) >= 0 else -1
         example = trace.name_of(ks[0]) + (f" (under {trace.name_of(op)})" if op >= 0 else "")
         r.not_sized.append(NotSized(reason, len(ks), t, t / total if total else 0.0, example))
     r.not_sized.sort(key=lambda n: -n.time_us)

@@ -119,6 +119,10 @@ class ShapeTable(Mapping):
     def __iter__(self) -> Iterator[int]:
         return iter(self.events)
 
+    def numbers(self, events: list[int]) -> list[int]:
+        """Each event's text number (an index into ``texts``), -1 where it has no shapes: many at once."""
+        return vector.looked_up(self.events, self.ids, events)
+
     def pairs(self) -> Iterator[tuple[int, bytes]]:
         """(event, text) for every op held, in event order, without a lookup each."""
         return zip(self.events, map(self.texts.__getitem__, self.ids))

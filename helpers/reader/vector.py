@@ -341,3 +341,37 @@ def enclosing(trace: "EventColumns", outer: list[int], inner: list[int]) -> dict
         found = np.where(pos >= 0, o_ids[np.maximum(pos, 0)], -1)
         out.update(zip(ix[order][~is_o].tolist(), found.tolist()))
     return out
+
+
+def looked_up(keys: array, values: array, queries: list[int], missing: int = -1) -> list[int]:
+    """For each query, ``values[k]`` where ``keys[k]`` equals it (``keys`` ascending), or ``missing``: a sorted
+    table's lookup for many keys at once (numpy when large, else a bisection each)."""
+    if fast(len(queries)) and len(keys):
+        k = np.frombuffer(keys, dtype=np.dtype(keys.typecode))
+        v = np.frombuffer(values, dtype=np.dtype(values.typecode))
+        q = np.asarray(queries, dtype=k.dtype)
+        at = np.minimum(np.searchsorted(k, q), len(k) - 1)
+        return np.where(k[at] == q, v[at], missing).tolist()
+    from bisect import bisect_left
+
+    n = len(keys)
+    out = []
+    for x in queries:
+        at = bisect_left(keys, x)
+        out.append(values[at] if at < n and keys[at] == x else missing)
+    return out
+
+
+def alike(columns: list[list[int]]) -> tuple[list[int], list[int]]:
+    """Rows equal in every column: each group's first row, in order of first appearance, and each row's group
+    (numbered in that order). (A dict of the rows' tuples: quicker than numpy's unique by rows, which sorts.)"""
+    seen: dict[tuple, int] = {}
+    firsts: list[int] = []
+    groups = []
+    for r, key in enumerate(zip(*columns)):
+        g = seen.get(key)
+        if g is None:
+            g = seen[key] = len(firsts)
+            firsts.append(r)
+        groups.append(g)
+    return firsts, groups
