@@ -9,7 +9,7 @@ from . import kernel_kinds as kk
 from ..reader import vector
 from ..reader.trace import Trace, covered
 from ..reader.spans import clipped
-from .kernels import kind_of
+from .kernels import kinds_of
 from .steps import _gpu_busy_spans, gpu_work, self_cpu_us, window
 
 
@@ -57,7 +57,7 @@ def collective_work(trace: Trace, work: list[int] | None = None) -> list[int]:
     work = gpu_work(trace) if work is None else work
     name_ids = list(map(trace.name_id.__getitem__, work))
     first = dict(zip(reversed(name_ids), reversed(work)))  # name -> its first event: the earlier ones win
-    names = {ni for ni, j in first.items() if kind_of(trace, j) == kk.COLLECTIVE}
+    names = {ni for ni, kind in zip(first, kinds_of(trace, list(first.values()))) if kind == kk.COLLECTIVE}
     return list(compress(work, map(names.__contains__, name_ids))) if names else []
 
 

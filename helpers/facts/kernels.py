@@ -135,12 +135,14 @@ def kinds_of(trace: Trace, works: list[int]) -> list[str]:
     kinds = [_classify(trace.name_of(j), trace.group_of(j)) for j in works]
     other = [k for k, kind in enumerate(kinds) if kind == kk.OTHER]
     if other:
+        known = trace.memo.setdefault("kind by its op", {})  # event -> kind, for the work its op classifies
         launchers = trace.launchers([works[k] for k in other])
         inner = innermost_ops(trace, sorted({i for i in launchers if i >= 0}))
         for k, i in zip(other, launchers):
             op = inner.get(i, -1) if i >= 0 else -1
             j = works[k]
-            kinds[k] = _classify(trace.name_of(j), trace.group_of(j), trace.name_of(op) if op >= 0 else None)
+            kinds[k] = known[j] = _classify(trace.name_of(j), trace.group_of(j),
+                                            trace.name_of(op) if op >= 0 else None)
     return kinds
 
 
@@ -149,7 +151,9 @@ def kind_of(trace: Trace, j: int) -> str:
     name, group = trace.name_of(j), trace.group_of(j)
     kind = _classify(name, group)
     if kind == kk.OTHER:
-        kind = _classify(name, group, launching_op(trace, j))
+        known = trace.memo.get("kind by its op")
+        found = known.get(j) if known is not None else None  # (kinds_of found it with the others)
+        kind = found if found is not None else _classify(name, group, launching_op(trace, j))
     return kind
 
 
