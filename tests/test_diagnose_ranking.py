@@ -374,7 +374,7 @@ def test_a_minor_straggler_is_a_note_and_the_folder_points_at_the_ranks_own_find
     assert straggler and "rank 7" in straggler[0].title
     words = folder_text(d)
     assert words.startswith("Look first at each rank's own trace")
-    assert "Kernels shorter than the calls that launch them (6 of 8)" in words.split("\n")[0]
+    assert "Launch-bound: each kernel is shorter than the CPU's work to launch it (6 of 8)" in words.split("\n")[0]
     assert "What remains once the straggler is fixed" not in words and "fix the straggler first" not in words
     # a straggler that holds most of the window stays first (exam 9's: one rank 40 ms late every step)
     lead = diagnose_folder(read_ranks(ROOT / "traces" / "exam" / "nvidia-h200" / "exam-9")).together[0]

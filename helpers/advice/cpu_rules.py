@@ -431,8 +431,12 @@ def _cpu_bound(c: Context) -> Finding | None:
     launch = [t.dur[i] for i in set(t.launchers(kernels)) if i >= 0]
     tiny = bool(durs and launch and len(durs) >= 20 and statistics.median(durs) < statistics.median(launch))
     if tiny:
+        pieces = len(facts.gpu_work(t))
         ev.append(f"{len(durs)} kernels, median {us(statistics.median(durs))}; the call that launches one takes "
-                  f"{us(statistics.median(launch))} (median) on the CPU")
+                  f"{us(statistics.median(launch))} (median) on the CPU"
+                  + (f"; the CPU's own work from the first GPU work on, its waits for the GPU left out "
+                     f"({us(b.paced_cpu_us)}), comes to {us(b.paced_cpu_us / pieces)} for each of the {pieces:,} "
+                     "pieces of GPU work (kernels, copies, fills)" if pieces and b.paced_cpu_us > 0 else ""))
     phase = graph_phase(c)
     if phase == "capture":
         advice = ("this trace records CUDA-graph capture (see graph-capture): read a trace of the replays for the "
@@ -445,7 +449,8 @@ def _cpu_bound(c: Context) -> Finding | None:
         advice = ("give each launch more work (larger batches or tensors), launch fewer kernels (fuse ops with "
                   "torch.compile, CUDA graphs: they pay off only where they replace many launches, since a compiled "
                   "call has a CPU cost of its own, which notebook 08 measures), and keep Python out of the hot loop")
-    rule, title = ((RuleId.TINY_KERNELS, "Kernels shorter than the calls that launch them") if tiny else
+    rule, title = ((RuleId.TINY_KERNELS, "Launch-bound: each kernel is shorter than the CPU's work to launch it")
+                   if tiny else
                    (RuleId.CPU_BOUND, "CPU-bound: the GPU waits for the CPU"))
     severity = Severity.ISSUE
     if not b.cpu_paced:  # the GPU's work outlasts the CPU's: these gaps are the frame's remainder, not the step's pace
@@ -454,11 +459,11 @@ def _cpu_bound(c: Context) -> Finding | None:
                         "profiler's own cost on the CPU could undo; these gaps are where the GPU waited"
                         if b.about_even else
                         ": the GPU sets the pace, and these gaps are what is left between its work"))
-        title = ("Kernels shorter than the calls that launch them, in part of the window" if tiny else
+        title = ("Launch-bound in part of the window: kernels shorter than the CPU's work to launch each" if tiny else
                  "Gaps between GPU work: the GPU waits for the CPU part of the time")
         severity = Severity.NOTE
     speedup: Speedup | None = OVERHEAD
-    label = "the GPU idle while the CPU launched the next work"
+    label = "the GPU idle while the CPU worked toward its next launch"
     after_last = bool(b.busy) and all(s >= b.busy[-1][1] - 1e-6 for s, _ in b.waiting_for_cpu)
     if after_last:
         # every wait comes after the GPU's last work: no launch was waited for, only the window's end (a script

@@ -125,14 +125,12 @@ def first_line(findings: list[Finding]) -> str:
 
 
 #: how to read the list, printed under its first line
-LEGEND = ("(How to read this. [issue]: fixing it should win time back; its second line says how much, where the "
-          "trace can tell. [note]: worth knowing, but this trace shows its fix gaining little, or gaining what the "
-          "profiler's own cost may account for. The recorded window "
-          "is the time from the first profiler step (or the first event) to the end of the last thing recorded "
-          "(a step span that runs on after everything else has ended is cut there). "
-          "Each finding's share is the part of that window it explains, either time the GPU sat idle or time it "
-          "was busy; no stretch of time is counted in two findings. Each gain is for that one fix on its own; two "
-          "fixes together gain less than their two gains multiplied.)")
+LEGEND = ("(How to read this: an [issue] should win time back, and its second line says how much; a [note] is "
+          "worth knowing, but its fix gains little here, or less than the profiler's own cost could explain. A share "
+          "is a part of the recorded window, from the first profiler step (or, without steps, the first event) to "
+          "the end of the last recorded event: "
+          "time the GPU sat idle, or time it was busy, never counted in two findings. Each gain is for that fix "
+          "alone.)")
 
 
 def text(findings: list[Finding]) -> str:

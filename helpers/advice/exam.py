@@ -255,7 +255,7 @@ def why(k: Key) -> str:
     if f.rule in (RuleId.CPU_BOUND, RuleId.TINY_KERNELS):
         out.append("No cause the trace names (the DataLoader, waits for the GPU, compiling, the optimizer) explains "
                    "the GPU's wait for the CPU, so the CPU's own work between launches is what to act on"
-                   + (f" ({f.evidence[-1]})." if f.rule == RuleId.TINY_KERNELS else "."))
+                   + next((f" ({e})." for e in f.evidence if " kernels, median " in e), "."))
     if f.rule == RuleId.GPU_BOUND and k.shape is not None:
         if k.shape.bound == roofline.MEMORY_BOUND:
             out.append(f"The verdict alone does not say what to change; the roofline does: the kernels move bytes "

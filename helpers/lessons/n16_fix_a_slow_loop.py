@@ -495,16 +495,17 @@ def _left(bench: Bench, final, fed: Comparison) -> None:
                 "unprofiled: the profiler, recording every op with its Python stack, adds CPU time of its own "
                 "(notebook 01 measured that cost), so part of the CPU side this trace shows is the profiler's."
                 if profiled > 1.2 * last.median else "")
-    test = ""
+    test, why = "", ""
     if all(k in fed.labels for k in FEED):
         r = fed.ratio(FEED[1], FEED[0])  # the input's time per step over the whole step's, round by round
         lo, hi = r.quartiles
         if lo > 1.1:
-            verdict = ("inconclusive here: the input alone took longer per step than the whole step, which a part of "
-                       "the step cannot do if timed the same way; running the input alone changes how it runs (its "
-                       "workers with the cores to themselves, no model to wait on: hypotheses, not measured), so this "
-                       "timing cannot say whether the input sets the fixed loop's pace. Timing the loop with more "
-                       "workers would: if the step shortens, the input was setting it")
+            verdict = "inconclusive here: the input alone took longer per step than the whole step"
+            why = ("A part of the step cannot take longer than the step when both are timed the same way: running "
+                   "the input alone changes how it runs (a hypothesis, not measured: its workers have the cores to "
+                   "themselves, with no model to wait on). So this timing cannot say whether the input sets the "
+                   "fixed loop's pace; timing the loop with more workers would: if the step shortens, the input "
+                   "was setting it.")
         elif lo >= 0.8:
             verdict = ("the input alone takes about as long as the whole step: the input sets the pace, and the next "
                        "fix is on its side (more workers, cheaper batches)")
@@ -512,19 +513,22 @@ def _left(bench: Bench, final, fed: Comparison) -> None:
             verdict = "the input alone is well under the whole step: the input does not set the pace"
         else:
             verdict = "inconclusive here: the spread spans both readings"
-        test = (f" The test: the input alone (each step only fetches and copies its batch) takes {r.text()} of the "
-                f"whole step's time, round by round: {verdict}. ({html.escape(fed.source)}.)")
+        test = (f"<p>The test: the input alone (each step only fetches and copies its batch) takes {r.text()} of "
+                f"the whole step's time, round by round: {verdict}.</p>")
+        why += f" ({html.escape(fed.source)}.)"
         if found and found[0].rule in (RuleId.CPU_BOUND, RuleId.TINY_KERNELS):
             # the trace's first finding reads the profiled step; the timing says (or cannot) what sets it without
             if 0.8 <= lo <= 1.1:
-                test += (" So diagnose's first line above reads the profiled trace, whose CPU side the profiler "
+                test += ("<p>So diagnose's first line above reads the profiled trace, whose CPU side the profiler "
                          "lengthens: without the profiler, the input sets the pace, and a fix on the CPU's launches "
-                         "alone would gain little until the input is faster.")
+                         "alone would gain little until the input is faster.</p>")
             elif lo > 1.1:
-                test += (" diagnose's first line above reads the profiled trace, whose CPU side the profiler "
-                         "lengthens; which side sets the pace without the profiler, this timing leaves open.")
-    show.md(f"From {_ms(first).median:.1f} ms to {_ms(last).median:.1f} ms a step"
+                why += (" diagnose's first line reads the profiled trace, whose CPU side the profiler lengthens; "
+                        "which side sets the pace without the profiler, this timing leaves open.")
+    show.md(f"<p>From {_ms(first).median:.1f} ms to {_ms(last).median:.1f} ms a step"
             + (f" ({t.text()} shorter)" if t is not None else "") + ". What the trace of the fixed loop says now: "
             + html.escape(diagnose.first_line(found))
             + (f" Verdict: <b>{html.escape(b.verdict)}</b>, GPU busy {b.gpu_busy_share:.0%} of the window."
-               if b.verdict and b.gpu_busy_share is not None else "") + inflated + test)
+               if b.verdict and b.gpu_busy_share is not None else "") + "</p>" + test
+            + (f"<details><summary>How this was measured</summary><p>{inflated.strip()}"
+               f" {why.strip()}</p></details>" if inflated or why.strip() else ""))
