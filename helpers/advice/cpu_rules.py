@@ -120,9 +120,15 @@ BURST_SHARE = 0.6
 
 
 def _per_step(spans: list[sf.LoaderSpan]) -> str:
-    """'ProfilerStep#2: 9.4 ms, ProfilerStep#3: 9.1 ms': the DataLoader's time per step, each step once."""
+    """'ProfilerStep#2: 9.4 ms, ProfilerStep#3: 9.1 ms': the DataLoader's time per step, each step once (with its
+    batches where a step holds several: a loop recorded as one step)."""
     by = _by_step(spans)
-    shown = [f"{k}: {us(v)}" for k, v in list(by.items())[:4]]
+    batches: dict[str, int] = {}
+    for s in spans:
+        if s.step is not None:
+            batches[s.step] = batches.get(s.step, 0) + 1
+    shown = [f"{k}: {us(v)}" + (f" in {batches[k]} batches" if batches.get(k, 0) > 1 else "")
+             for k, v in list(by.items())[:4]]
     return ", ".join(shown) + (" ..." if len(by) > 4 else "")
 
 
@@ -150,9 +156,11 @@ def _input_bound(c: Context) -> Finding | None:
                   f"that the DataLoader span shrinks to a queue read ({DATALOADER_DOCS})")
         # N workers make batches N times as fast, ahead of the step: the loading hides behind the rest of the step
         # once it is shorter (notebook 14's four workers: 94.1 to 37.1 ms; notebook 16's loop: 29.0 to 8.55 ms)
-        rates, basis = (4.0, 2.0, 8.0), (f"with {WORKERS_ASSUMED} workers (2 to 8 for the low and high ends), batches "
-                                         "are made that many times faster and while the step runs; the step then "
-                                         "takes the longer of its other work and the faster loading")
+        rates, basis = (4.0, 2.0, 8.0), (f"assumed: {WORKERS_ASSUMED} workers make batches that many times faster "
+                                         "(2 to 8 for the low and high ends), while the step runs; how loading scales "
+                                         "with workers the trace cannot show (the cores and the samples decide it: "
+                                         "time the fix); the step then takes the longer of its other work and the "
+                                         "faster loading")
     else:
         if x.workers:
             ev.append("_MultiProcessingDataLoaderIter: workers already make the batches; the main process waits "
@@ -160,7 +168,7 @@ def _input_bound(c: Context) -> Finding | None:
         advice = ("the workers do not keep up: make each sample cheaper (decode once, smaller images, augment on the "
                   "GPU), add workers if the cores allow, or raise prefetch_factor; then check the DataLoader span "
                   f"shrinks to a queue read ({DATALOADER_DOCS})")
-        rates, basis = (2.0, 1.25, 4.0), ("if the workers made batches twice as fast (1.25x to 4x for the ends: it "
+        rates, basis = (2.0, 1.25, 4.0), ("assumed: the workers make batches twice as fast (1.25x to 4x for the ends: it "
                                           "depends on the cores and the samples); the step then takes the longer of "
                                           "its other work and the faster loading")
     by = _by_step(x.spans)
@@ -193,11 +201,12 @@ def _input_bound(c: Context) -> Finding | None:
             alone = high
             high = max(high, w / max(gpu_step, x.loader_us / rates[2], 1e-9))
             if high > alone * 1.05:
-                basis += (f"; with the rest of the step as recorded, faster loading alone gives at most "
-                          f"{times(alone)}; the high end: the step as short as the longer of the GPU's own work and "
-                          f"the loading at {rates[2]:g}x, which it would be if the rest of the CPU's work also ran "
-                          "faster without the profiler (a profiled trace cannot say whether it does: time the fix); "
-                          "that end takes in what the other findings' fixes would win too")
+                basis += (f"; if the rest of the CPU's work took as long as the profiler recorded it, faster "
+                          f"loading alone would give at most {times(alone)}; without the profiler that work is "
+                          "usually shorter (notebook 01 measures the profiler's own cost), by an amount this trace "
+                          "cannot show, so the high end is the step as short as the "
+                          f"longer of the GPU's own work and the loading at {rates[2]:g}x (time the fix to know; "
+                          "that end takes in what the other findings' fixes would win too)")
         got.gain = Gain(speed(rates[0]), speed(rates[1]), high, basis)
     return got
 
@@ -404,15 +413,16 @@ def _cpu_bound(c: Context) -> Finding | None:
     ev = [f"in all the GPU waited for the CPU {us(b.waiting_for_cpu_us)} of the {us(b.window_us)} window "
           f"({b.share(b.waiting_for_cpu_us):.0%}), in {len(gaps):,} gap{'s' if len(gaps) != 1 else ''}"
           + (f" ({sum(1 for g in gaps if 100 <= g < 1000):,} of them 0.1 to 1 ms)" if len(gaps) > 20 else "")
-          + f" before work not yet launched, or launched less than {us(b.late_us)} before the GPU reached it (ten times "
-            "the 5th percentile of this trace's delays from a launch call to its work's start, held within 50 us to "
-            "500 us)"
-          + (f"; {us(claimed)} of these gaps are explained by the other findings here (whose shares may also hold "
-             f"idle time outside these gaps); the remaining {us(total(left))} have no named cause, and are this "
-             "finding's" if claimed > 0.01 * b.window_us else ""),
+          + (f"; the other findings here explain {us(claimed)} of them (their shares can also hold idle time "
+             f"outside these gaps), and the remaining {us(total(left))} are this finding's"
+             if claimed > 0.01 * b.window_us else ""),
           f"the GPU ran work {us(b.busy_us)} ({b.share(b.busy_us):.0%})"
           + (f"; it idled {us(b.queued_us)} more with its next work already launched (not the CPU's)"
              if b.queued_us > 0.01 * b.window_us else "")]
+    gap_rule = (f"(a gap counts as waiting for the CPU when the GPU's next work was launched during it, or less "
+                f"than {us(b.late_us)} before the GPU reached it: ten times the 5th percentile of this trace's delays "
+                "from a launch call to its work's start, held within 50 us to 500 us)")
+    ev.append(gap_rule)
     fill = total(intersection(c.ledger.left(Side.CPU), b.filling))  # what no cause claimed of it
     if fill > 0.01 * b.window_us and b.busy:
         start = us(b.busy[0][0] - b.lo)
@@ -468,6 +478,7 @@ def _cpu_bound(c: Context) -> Finding | None:
     if after_last:
         # every wait comes after the GPU's last work: no launch was waited for, only the window's end (a script
         # that runs one kernel and then goes on in Python): no gap between two pieces of work shows the pace
+        ev.remove(gap_rule)  # (no gap between two pieces of work here)
         ev[0] = (f"the GPU waited {us(b.waiting_for_cpu_us)} of the {us(b.window_us)} window "
                  f"({b.share(b.waiting_for_cpu_us):.0%}) after its last work, until the CPU's last event: no gap "
                  "comes between two pieces of GPU work, so this trace cannot say whose pace a loop of it would have")

@@ -125,7 +125,8 @@ def first_line(findings: list[Finding]) -> str:
 
 
 #: how to read the list, printed under its first line
-LEGEND = ("(How to read this: an [issue] should win time back, and its second line says how much; a [note] is "
+LEGEND = ("(How to read this: an [issue] should win time back, and its second line says how much where the trace "
+          "can size it; a [note] is "
           "worth knowing, but its fix gains little here, or less than the profiler's own cost could explain. A share "
           "is a part of the recorded window, from the first profiler step (or, without steps, the first event) to "
           "the end of the last recorded event: "

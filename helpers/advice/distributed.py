@@ -110,7 +110,7 @@ def _low_overlap(rows: list[RankRow], covered: "Finding | None" = None) -> "Find
         return None
     ev = [f"{_who(x)}: {x.overlap_pct:.1f}% of its collective time had compute running beside it; "
           f"{us(x.exposed_us)} did not" for x in low]
-    f = _finding(RuleId.LOW_OVERLAP, "Collectives mostly run alone: little communication hidden behind compute",
+    f = _finding(RuleId.LOW_OVERLAP, "Collectives mostly run alone: under half of their time hidden behind compute",
                  Severity.ISSUE, ev,
                  "start collectives while independent compute remains (async_op=True and wait() as late as "
                  f"possible; DDP's gradient buckets, bucket_cap_mb: {_DDP}) and check that they run on their own "

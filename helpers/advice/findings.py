@@ -164,6 +164,15 @@ class Context:
         """``f`` with the share of the base that ``spent_us`` is (None: the finding cannot size itself)."""
         return f if spent_us is None else f.size(spent_us, self.base_us, of, self.base)
 
+    def _one_iteration(self) -> bool:
+        """One recorded step holding one iteration of the loop, as far as the trace tells: a step whose DataLoader
+        hands out several batches holds several iterations (a loop recorded as one step)."""
+        if len(self.summary.steps) != 1:
+            return False
+        from ..facts import step_facts
+
+        return len(step_facts.dataloader_spans(self.trace)) <= 1
+
     def waited_us(self, wait: Spans) -> float:
         """The CPU's waits in ``wait`` that overlap the GPU's busy time, less its collectives and what an earlier
         finding's fix removes whole (see :meth:`claimed`)."""
@@ -197,7 +206,7 @@ class Context:
                       "than the copies it waited for: that time leaves the step too, if the values are read later "
                       "rather than waited for (the share counts only the GPU's idle time)"
                       + ("; with one recorded step, whether the CPU could then run ahead into the next step this "
-                         "trace cannot show: a longer recording would" if len(self.summary.steps) == 1 else ""))
+                         "trace cannot show: a longer recording would" if self._one_iteration() else ""))
         if f.severity == Severity.ISSUE and (cpu_speedup or gpu_speedup):
             f.gain = self.ledger.gain(basis, of=gain_of, cpu_us=total(got_cpu), cpu=cpu_speedup, gpu_us=total(got_gpu),
                                       gpu=gpu_speedup, wait_us=waited if self.budget.cpu_paced else 0.0,

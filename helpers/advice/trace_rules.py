@@ -151,14 +151,18 @@ def _graphs(c: Context) -> Finding | None:
         words = sorted({t.name_of(i) for i in t.indices((RUNTIME, DRIVER, ANNOTATION))
                         if any(w in t.name_of(i) for w in CAPTURE_CALLS) or t.name_of(i).startswith(CAPTURE_LABELS)})[:4]
         calls = sum(1 for i in t.indices((RUNTIME, DRIVER)) if any(w in t.name_of(i) for w in LAUNCH_WORDS))
-        return Finding(RuleId.GRAPH_CAPTURE, "CUDA-graph capture: this trace records a graph being built, not its "
-                       "replays", Severity.NOTE,
+        hip = any(w.startswith("hip") for w in words)
+        return Finding(RuleId.GRAPH_CAPTURE, ("HIP-graph capture (ROCm's form of CUDA graphs)" if hip else
+                                              "CUDA-graph capture") + ": this trace records a graph being built, not "
+                       "its replays", Severity.NOTE,
                        [f"capture calls and labels: {', '.join(words)}",
                         f"{calls} launch calls and {len(facts.gpu_work(t))} pieces of GPU work: during capture the "
                         "launches are recorded into the graph and mostly not run"],
                        "read the steady step from a trace of the replays (record after warm-up and capture); "
                        "the capture's CPU time is a one-time cost, not what the step pays")
-    return Finding(RuleId.GRAPH_REPLAY, "CUDA-graph replays: one launch runs many kernels", Severity.NOTE,
+    hip = bool(launches) and all(t.name_of(i).startswith("hip") for i in launches)
+    return Finding(RuleId.GRAPH_REPLAY, ("HIP-graph replays (ROCm's form of CUDA graphs)" if hip else "CUDA-graph replays")
+                   + ": one launch runs many kernels", Severity.NOTE,
                    [f"{len(launches)} graph launches ({', '.join(sorted({t.name_of(i) for i in launches}))})"
                     + (f", {statistics.median(per):g} pieces of GPU work per replay (median)" if per else "")],
                    "the CPU pays one launch per replay: its time per step no longer grows with the kernels; judge "
