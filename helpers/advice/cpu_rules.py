@@ -18,7 +18,7 @@ from .. import facts
 from ..facts import kernel_kinds as kk, step_facts as sf
 from ..facts.budget import EVEN_MARGIN, Budget
 from ..facts.text import us
-from ..reader.spans import Spans, intersection, merged, total
+from ..reader.spans import Spans, difference, intersection, merged, total
 from ..reader.trace import ANNOTATION, CPU_OP, DRIVER, KERNEL, RUNTIME, Trace
 from .findings import Context, Finding, Rule, Severity
 from .ledger import Gain, Side, Speedup, times
@@ -327,8 +327,8 @@ def _long_call(c: Context) -> Finding | None:
         ev.append("other long set-up calls: " + ", ".join(
             f"{n} x {k} ({us(sum(t.dur[i] for i in slow if t.name_of(i) == k))})" for k, n in others.most_common(4)))
     n_more = sum(others.values())
-    title = (f"Set-up calls hold the GPU idle: {name} and {n_more} more, one-time costs" if others else
-             f"One call holds the GPU idle: {name}, a one-time cost")
+    title = (f"Set-up calls hold the GPU idle: {name} and {n_more} more, most likely one-time costs" if others else
+             f"One call holds the GPU idle: {name}, most likely a one-time cost")
     f = Finding(RuleId.LONG_CALL, title, Severity.ISSUE, ev,
                 "a first call of its kind pays for set-up (loading the GPU code's modules, creating the context, "
                 "reserving memory): warm up before recording, or move the set-up out of the recorded steps")
@@ -442,11 +442,17 @@ def _cpu_bound(c: Context) -> Finding | None:
     tiny = bool(durs and launch and len(durs) >= 20 and statistics.median(durs) < statistics.median(launch))
     if tiny:
         pieces = len(facts.gpu_work(t))
+        x = loading(c)
+        own = (intersection(b.cpu_work, [(b.busy[0][0], b.hi)]) if b.busy else list(b.cpu_work))
+        if x is not None:  # the DataLoader's batch-making is no launch's work
+            own = difference(own, merged((s.start_us, s.start_us + s.dur_us) for s in x.spans))
+        own_us = total(own)
         ev.append(f"{len(durs)} kernels, median {us(statistics.median(durs))}; the call that launches one takes "
                   f"{us(statistics.median(launch))} (median) on the CPU"
-                  + (f"; the CPU's own work from the first GPU work on, its waits for the GPU left out "
-                     f"({us(b.paced_cpu_us)}), comes to {us(b.paced_cpu_us / pieces)} for each of the {pieces:,} "
-                     "pieces of GPU work (kernels, copies, fills)" if pieces and b.paced_cpu_us > 0 else ""))
+                  + (f"; the CPU's own work from the first GPU work on, its waits for the GPU"
+                     + (" and the DataLoader's spans" if x is not None else "") + f" left out ({us(own_us)}), comes "
+                     f"to {us(own_us / pieces)} for each of the {pieces:,} pieces of GPU work (kernels, copies, "
+                     "fills)" if pieces and own_us > 0 else ""))
     phase = graph_phase(c)
     if phase == "capture":
         advice = ("this trace records CUDA-graph capture (see graph-capture): read a trace of the replays for the "

@@ -203,8 +203,9 @@ class Context:
         f.size(us, self.budget.window_us, of, self.base)
         if waited > 0 and self.budget.cpu_paced:  # the share counts GPU idle time; the gain counts these too
             basis += (f"; the CPU sets the pace, and it also waited {us_text(waited)} while the GPU ran other work "
-                      "than the copies it waited for: that time leaves the step too, if the values are read later "
-                      "rather than waited for (the share counts only the GPU's idle time)"
+                      "than the copies it waited for: the high end takes that time out of the step too, which it "
+                      "leaves only if the values can be read later rather than waited for (the trace cannot show "
+                      "whether they can; the share counts only the GPU's idle time)"
                       + ("; with one recorded step, whether the CPU could then run ahead into the next step this "
                          "trace cannot show: a longer recording would" if self._one_iteration() else ""))
         if f.severity == Severity.ISSUE and (cpu_speedup or gpu_speedup):

@@ -64,6 +64,9 @@ class Gain:
     basis: str
     of: str = "the step"  # what gets faster: "the step", or "the recording" for a one-time cost
     hypothesis: bool = False  # its basis is a guess no fix of this project timed: said in the one-line summary too
+    #: where the point figure is under 5% and the high end is not: what the high end rests on, in words that end
+    #: "then this fix could give up to" (empty: the profiler's inflation of the CPU's side)
+    high_if: str = ""
 
     def words(self) -> str:
         """'fixing this should make the step about 2.1x faster (1.4x to 3.0x)'."""
@@ -72,8 +75,9 @@ class Gain:
         if self.speedup < 1.05 and self.high < 1.05:
             return f"by this trace, fixing this alone should change {self.of} little (under 5%)"
         if self.speedup < 1.05:  # little as recorded, more where the other side would set the pace (the high end)
-            return (f"in this profiled run, fixing this alone changes the step little (under 5%); but the profiler "
-                    f"slows the CPU's side, and without it the GPU may set the pace: then this fix could give up to "
+            why = self.high_if or ("but the profiler slows the CPU's side, and without it the GPU may set the "
+                                   "pace: then this fix could give up to")
+            return (f"in this profiled run, fixing this alone changes the step little (under 5%); {why} "
                     f"{times(self.high)}. Time it without the profiler to know")
         span = f" ({times(self.low)} to {times(self.high)})" if self.high / self.low > 1.1 else ""
         if self.of != "the step":
@@ -129,10 +133,11 @@ class Ledger:
         if w <= 0:
             return Gain(1.0, 1.0, 1.0, basis, of)
 
-        def after(sc: float, sg: float) -> float:
+        def after(sc: float, sg: float, waits: bool = False) -> float:
             saved_cpu = cpu_us * (1 - 1 / sc) if cpu_us else 0.0
             saved_gpu = gpu_us * (1 - 1 / sg) if gpu_us else 0.0
-            saved_wait = wait_us * (1 - 1 / sc) if wait_us else 0.0
+            # the CPU's waits leave the step only if the values they wait for can be read later: the high end's
+            saved_wait = wait_us * (1 - 1 / sc) if wait_us and waits else 0.0
             floor = max(b.busy_us + b.queued_us - saved_gpu, b.cpu_work_us - saved_cpu - floor_cut_us, 0.0)
             return max(w - saved_cpu - saved_gpu - saved_wait, floor, 1e-9)
 
@@ -140,7 +145,9 @@ class Ledger:
         saved_gpu = gpu_us * (1 - 1 / g.mid) if gpu_us else 0.0
         saved_cpu = cpu_us * (1 - 1 / c.mid) if cpu_us else 0.0
         cpu_floor = b.cpu_work_us - saved_cpu - floor_cut_us
-        high, paced = w / after(c.high, g.high), 0.0
+        high, paced = w / after(c.high, g.high, waits=True), 0.0
+        high_if = ("but if the values the CPU waits for could be read later, its waits would leave the step too: "
+                   "then this fix could give up to" if wait_us and high > 1.01 * w / after(c.high, g.high) else "")
         # (the CPU's work less what an earlier fix removes whole, the DataLoader's spans, say: not the profiler's)
         own_cpu = total(difference(b.cpu_work, self.removed)) if self.removed else b.cpu_work_us
         if (gpu_us and b.cpu_paced and cpu_floor >= max(w - saved_cpu - saved_gpu, b.busy_us + b.queued_us - saved_gpu)
@@ -151,7 +158,7 @@ class Ledger:
             gpu_step = b.busy_us + b.queued_us
             paced = gpu_step / max(gpu_step - saved_gpu, 1e-9)
         if gpu_us and paced > high:
-            high = paced
+            high, high_if = paced, ""
             basis += ("; as recorded, the CPU's own work (which the profiler inflates) sets the pace and stops the "
                       "gain; the high end: the GPU's own time, cut by the fix, setting it (that end takes in what "
                       "the CPU-side findings' fixes would win too)")
@@ -180,7 +187,7 @@ class Ledger:
                           f"{us_text(cpu_floor_paced)} once the fix has cut its own part) would then set the pace and "
                           "stops the point figure there; the high end: that work shorter without the profiler, as "
                           "notebook 10's attention timed it")
-        return Gain(mid, low, high, basis, of)
+        return Gain(mid, low, high, basis, of, high_if=high_if)
 
 
 def amdahl(share: float, speed: Speedup, basis: str) -> Gain:

@@ -105,8 +105,9 @@ def _gpu_behind(c: Context) -> Finding | None:
     # the window's start, which no finding claims, said rather than lost (past FILL_MAX_US, the budget takes it for
     # the queue filling only where the CPU's events cover little of it)
     if b.filling_us > max(0.05 * b.window_us, FILL_MAX_US) and b.busy:
-        ev.append(f"not counted: the {us(b.filling_us)} before the first GPU work ({b.share(b.filling_us):.0%} of the "
-                  "window), in which the CPU's recorded events cover little: the recording began before this work")
+        ev.append(f"not counted: {us(b.filling_us)} at the window's start ({b.share(b.filling_us):.0%} of the "
+                  "window, up to the first GPU work or the launch it waited behind), in which the CPU's recorded events "
+                  "cover little: the recording began before this work")
     f = Finding(RuleId.GPU_BEHIND, "The GPU started late: work queued, not waiting for the CPU", Severity.NOTE, ev,
                 "this idle time is not the CPU's: the GPU was behind something the trace does not show as work (a "
                 "dependency on another stream or event, a graph's set-up, the recording starting before the GPU was "

@@ -529,6 +529,8 @@ def _left(bench: Bench, final, fed: Comparison) -> None:
             + (f" ({t.text()} shorter)" if t is not None else "") + ". What the trace of the fixed loop says now: "
             + html.escape(diagnose.first_line(found))
             + (f" Verdict: <b>{html.escape(b.verdict)}</b>, GPU busy {b.gpu_busy_share:.0%} of the window."
-               if b.verdict and b.gpu_busy_share is not None else "") + "</p>" + test
-            + (f"<details><summary>How this was measured</summary><p>{inflated.strip()}"
-               f" {why.strip()}</p></details>" if inflated or why.strip() else ""))
+               if b.verdict and b.gpu_busy_share is not None else "") + "</p>"
+            + (f"<p>{inflated.strip()} So diagnose's gain above, read from the profiled trace, may overstate what "
+               "a CPU-side fix wins without the profiler.</p>" if inflated else "") + test
+            + (f"<details><summary>How this was measured</summary><p>{why.strip()}</p></details>"
+               if why.strip() else ""))
