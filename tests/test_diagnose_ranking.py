@@ -129,8 +129,9 @@ FOLDERS = {
 EXTERNAL_FIRST = {
     "hta_amd_trace_mi250_minitoy_train_ROCm6_2_kineto.json.gz": ("long-call", "one 6.54 ms hipLaunchKernel, a first "
                                                                  "launch loading its code, holds 68% of the window"),
-    "hta_call_stack_backward_thread.json": ("gpu-behind", "a 7-event fragment: its one kernel starts 64 ms after its "
-                                                          "launch; before it, no CPU work is recorded to blame"),
+    "hta_call_stack_backward_thread.json": ("not-recorded", "a 7-event fragment with one kernel: too little GPU "
+                                                            "work to read a pace (its kernel starts 64 ms after its "
+                                                            "launch: gpu-behind, next)"),
     "hta_cpu_only_rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz": ("inside-collectives",
                                                                     "no GPU work; 86% of it inside gloo:all_reduce"),
     "hta_critical_path_alexnet_benchmark_result_2869224_1695835535_trace.json.gz":
@@ -142,10 +143,9 @@ EXTERNAL_FIRST = {
                       "9.7 us; the 1.7 us median of all GPU work is its device-to-device copies'): the CPU's op "
                       "dispatch, not the launch calls, sets the pace"),
     "hta_trace_diff_control_control.json.gz": ("low-overlap", "a busy GPU whose collectives run with nothing beside"),
-    "hta_triton_example_triton_example.json.gz": ("compile-tax",
-                                                  "one compiled Triton call whose CPU side (1.35 ms) outlasts its 1.8 us "
-                                                  "kernel: the trace's content; the idle after that one kernel says "
-                                                  "nothing of a loop's pace, so that note comes after"),
+    "hta_triton_example_triton_example.json.gz": ("not-recorded",
+                                                  "one 1.8 us kernel in all: too little GPU work to read a pace; then "
+                                                  "the compiled Triton call whose CPU side (1.35 ms) outlasts it"),
     # a sampled trace (HTA's filter test): collectives alone and the CPU's gaps are each about an eighth of the window,
     # within each other's noise
     **{f"hta_trace_filter/sampled_rank-{r}.json.gz": (("communication-bound", "cpu-bound"), "a sampled trace: "
@@ -374,7 +374,7 @@ def test_a_minor_straggler_is_a_note_and_the_folder_points_at_the_ranks_own_find
     assert straggler and "rank 7" in straggler[0].title
     words = folder_text(d)
     assert words.startswith("Look first at each rank's own trace")
-    assert "Launch-bound: each kernel is shorter than the CPU's work to launch it (6 of 8)" in words.split("\n")[0]
+    assert "Launch-bound: the median kernel is shorter than the CPU's work to launch it (6 of 8)" in words.split("\n")[0]
     assert "What remains once the straggler is fixed" not in words and "fix the straggler first" not in words
     # a straggler that holds most of the window stays first (exam 9's: one rank 40 ms late every step)
     lead = diagnose_folder(read_ranks(ROOT / "traces" / "exam" / "nvidia-h200" / "exam-9")).together[0]

@@ -465,7 +465,7 @@ def _cpu_bound(c: Context) -> Finding | None:
         advice = ("give each launch more work (larger batches or tensors), launch fewer kernels (fuse ops with "
                   "torch.compile, CUDA graphs: they pay off only where they replace many launches, since a compiled "
                   "call has a CPU cost of its own, which notebook 08 measures), and keep Python out of the hot loop")
-    rule, title = ((RuleId.TINY_KERNELS, "Launch-bound: each kernel is shorter than the CPU's work to launch it")
+    rule, title = ((RuleId.TINY_KERNELS, "Launch-bound: the median kernel is shorter than the CPU's work to launch it")
                    if tiny else
                    (RuleId.CPU_BOUND, "CPU-bound: the GPU waits for the CPU"))
     severity = Severity.ISSUE
@@ -475,7 +475,7 @@ def _cpu_bound(c: Context) -> Finding | None:
                         "profiler's own cost on the CPU could undo; these gaps are where the GPU waited"
                         if b.about_even else
                         ": the GPU sets the pace, and these gaps are what is left between its work"))
-        title = ("Launch-bound in part of the window: kernels shorter than the CPU's work to launch each" if tiny else
+        title = ("Launch-bound in part of the window: the median kernel shorter than the CPU's work to launch it" if tiny else
                  "Gaps between GPU work: the GPU waits for the CPU part of the time")
         severity = Severity.NOTE
     speedup: Speedup | None = OVERHEAD

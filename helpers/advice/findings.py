@@ -74,6 +74,8 @@ class Finding:
     #: a note about what this trace cannot tell (a window with no gap between two pieces of GPU work): after the
     #: notes that say something of it, whatever its share
     says_little: bool = False
+    #: a note that frames how to read the rest (too little recorded to judge): first among the notes
+    leads: bool = False
 
     def __post_init__(self) -> None:
         # a rule id or severity given as its word ("cpu-bound") is taken, and a misspelt one fails here
@@ -225,8 +227,9 @@ def rank(found: list[Finding]) -> list[Finding]:
     say) that accounts for less than :data:`NOTE_BELOW` of the window, is reported as a note. Issues come first,
     by their expected gain; one that cannot size its gain is placed as if its fix halved the time it accounts for
     (:data:`UNSIZED_AS`, Amdahl on its share: a place in the order, never printed), so that a compiled region
-    holding 72% of the window is not put after a 1.1x remainder. Notes follow, by their share, those that say
-    what the trace cannot tell (:attr:`Finding.says_little`) last. The findings'
+    holding 72% of the window is not put after a 1.1x remainder. Notes follow, by their share, one that frames the
+    reading (:attr:`Finding.leads`) first and those that say what the trace cannot tell (:attr:`Finding.says_little`)
+    last. The findings'
     shares do not overlap (:class:`helpers.advice.ledger.Ledger`), so a cause that explains the GPU's idle time
     comes before what remains of it (the CPU-bound finding) by the size of what it explains.
     """
@@ -246,5 +249,5 @@ def rank(found: list[Finding]) -> list[Finding]:
             else:
                 place = 0.0
             return (0, -place, f.gain is None, -(f.share or 0.0))
-        return (1, f.says_little, f.share is None, -(f.share or 0.0))
+        return (1, not f.leads, f.says_little, f.share is None, -(f.share or 0.0))
     return sorted(found, key=key)

@@ -119,7 +119,8 @@ def _fp32_gemms(c: Context) -> Finding | None:
                 "torch.set_float32_matmul_precision('high') lets cuBLAS use TF32 tensor cores, or run the forward "
                 "under torch.autocast in a 16-bit dtype"
                 + (" (where the CPU sets the pace, as here, autocast's casts are more launches: notebook 12 timed "
-                   "autocast 0.83x on such a step, TF32 about even)" if c.budget.cpu_paced else "")
+                   "autocast 0.83x on such a step; TF32 adds none, and what it gains there depends on how much the "
+                   "profiler inflates the CPU's side: time it)" if c.budget.cpu_paced else "")
                 + "; if these GEMMs were meant to be 16-bit, look where "
                 f"their inputs became float32 (the ops above) ({TF32_DOCS}; {TF32_NOTE})")
     return c.claimed(f, "float32 GEMMs on the CUDA cores",

@@ -313,9 +313,10 @@ ROWS: tuple[Row, ...] = (
         tries="look at what ran before the recording, and at stream and event waits; don't fix the CPU for it",
         rules=(RuleId.GPU_BEHIND,), where=None, notebooks=('04',)),
     Row(
-        you_see='Launch calls and copies on the CPU but no GPU lane; or GPU lanes and no ATen op',
-        means='**an activity not recorded**: the GPU (or the CPU) side of the recording is missing, so the idle time '
-              'cannot be read',
+        you_see='Launch calls and copies on the CPU but no GPU lane; or GPU lanes and no ATen op; or one or two '
+                'kernels in all',
+        means='**an activity not recorded**, or too little of it: the GPU (or the CPU) side of the recording is '
+              'missing or nearly empty, so the idle time cannot be read',
         tries='`activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]`; check that CUPTI (or roctracer) loads',
         rules=(RuleId.NOT_RECORDED,), where=None, notebooks=('01',)),
     Row(

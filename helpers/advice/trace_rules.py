@@ -36,6 +36,10 @@ COMPILE_TAX_FACTOR = 2.0
 # --- what the recording holds ------------------------------------------------------------------------------
 
 
+#: a trace with launches and at most this many pieces of GPU work holds too little to read a step's pace
+TOO_LITTLE = 2
+
+
 def _not_recorded(c: Context) -> Finding | None:
     """GPU work launched but none recorded, or GPU work recorded and no CPU op: a recording with an activity off."""
     t = c.trace
@@ -60,6 +64,18 @@ def _not_recorded(c: Context) -> Finding | None:
                       "roctracer, must be available to the process), and check the trace holds GPU lanes")
         return Finding(RuleId.NOT_RECORDED, "GPU activity not recorded: launches, but no kernel on a GPU lane",
                        Severity.NOTE, ev, advice)
+    if launches and 0 < len(work) <= TOO_LITTLE:
+        names = sorted({t.name_of(j) for j in work})
+        f = Finding(RuleId.NOT_RECORDED, f"Too little GPU work recorded to read: {len(work)} piece"
+                    f"{'s' if len(work) != 1 else ''} of GPU work in the trace", Severity.NOTE,
+                    [f"{len(work)} piece{'s' if len(work) != 1 else ''} of GPU work "
+                     f"({', '.join(n[:60] for n in names)}; {us(sum(t.dur[j] for j in work))} in all) and "
+                     f"{len(launches)} launch call{'s' if len(launches) != 1 else ''}: so little GPU work says "
+                     "nothing about a step's pace; the findings below read what little there is"],
+                    "record several steps of the loop after warm-up (torch.profiler.schedule with warmup and "
+                    "active steps: notebook 03), so that the trace holds the steady step's GPU work")
+        f.leads = True
+        return f
     if work and not t.indices((CPU_OP,)):
         return Finding(RuleId.NOT_RECORDED, "CPU activity not recorded: GPU work, but no ATen op on the CPU",
                        Severity.NOTE,
