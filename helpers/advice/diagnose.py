@@ -131,7 +131,7 @@ LEGEND = ("(How to read this: an [issue] should win time back, and its second li
           "is a part of the recorded window, from the first profiler step (or, without steps, the first event) to "
           "the end of the last recorded event: "
           "time the GPU sat idle, or time it was busy, never counted in two findings. Each gain is for that fix "
-          "alone.)")
+          "alone, unless its basis says its high end takes in other fixes' gains.)")
 
 
 def text(findings: list[Finding]) -> str:

@@ -456,6 +456,11 @@ def last_fix(four, alone: Comparison) -> None:
                    "covers three steps right after warm-up, when the DataLoader's workers still hold batches they "
                    "prepared ahead (notebook 14). A hypothesis: over many steps the workers set the pace. The test: "
                    "time the loader alone, over many steps, against the step.")
+        if (f is not None and f.rule in (RuleId.CPU_BOUND, RuleId.TINY_KERNELS) and g.conclusive
+                and g.actual != STEP_CHOICES[0]):
+            gap = (" The trace reads CPU-bound, yet the unprofiled step got shorter: a hypothesis is that the "
+                   "profiler, which lengthens the CPU's side of a profiled step, hides that without it the GPU's "
+                   "work sets more of this loop's pace, so a GPU-side fix still counts.")
         return widgets.grade(g, f"{html.escape(FIX_WORDS[last])}, on top of the other four: the step {r.text()} "
                              f"shorter, round by round ({html.escape(source)})." + order + trace + gap, live=live)
 
