@@ -397,7 +397,10 @@ def _where_the_cpu_was(c: Context, spans: Spans, top: int = 3) -> str:
     acc = Counter({n: v for n, v in acc.items() if v > 0})
     if not acc:
         return ""
-    return ", ".join(f"{n} {us(v)}" for n, v in acc.most_common(top))
+    shown = acc.most_common(top)
+    nested = sum(v for _, v in shown) > total(spans) * 1.001  # labels inside labels: their times overlap
+    return ", ".join(f"{n} {us(v)}" for n, v in shown) + (" (labels nest inside one another, so these overlap)"
+                                                          if nested else "")
 
 
 def _cpu_bound(c: Context) -> Finding | None:

@@ -261,9 +261,9 @@ ROWS: tuple[Row, ...] = (
         rules=(RuleId.INPUT_BOUND,), where=None, notebooks=('14',)),
     Row(
         you_see='`Memcpy HtoD (Pageable -> Device)`',
-        means='copies from **pageable** host memory: the driver stages them, the CPU waits for them, and they run '
-              'slower than from pinned memory (H200 reference set, 6 MiB batches: 9.2 GB/s pageable, 28.4 GB/s '
-              'pinned)',
+        means='copies from **pageable** host memory: the driver stages them through a pinned buffer, the CPU '
+              'waits at least until each is staged, and they run slower than from pinned memory (H200 reference '
+              'set, 6 MiB batches: 9.2 GB/s pageable, 28.4 GB/s pinned)',
         tries='`DataLoader(pin_memory=True)` and `.to(device, non_blocking=True)` '
               '([tutorial](https://docs.pytorch.org/tutorials/intermediate/pinmem_nonblock.html): pinning each '
               'tensor yourself costs time too)',
