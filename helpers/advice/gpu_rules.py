@@ -100,7 +100,8 @@ def _fp32_gemms(c: Context) -> Finding | None:
     gemm_total = sum(g.total_us for g in groups)
     example = simt.names[0]
     ev = [f"{simt.count} GEMM kernels, {us(simt.total_us)} of {us(gemm_total)} GEMM time ({simt.share:.0%}), have "
-          f"names that say float32 on the CUDA cores (plain float32 multiply-adds, no tensor cores), e.g. "
+          f"names that say float32 on the CUDA cores (plain float32 multiply-adds, no tensor cores; kernels whose "
+          f"names do not say their arithmetic are not counted, so the share may be larger), e.g. "
           f"{_showing_marker(example)}: {_fp32_marker(example)}",
           f"this GPU ({t.device_name}, compute capability {cc[0]}.{cc[1]}) has tensor cores that run TF32, "
           "from compute capability 8.0 on"]
@@ -334,8 +335,9 @@ def _memory_spike(c: Context) -> Finding | None:
     # sized by the GPU time of the ops that made it (writing and reading the temporary); what a fix saves of it
     # (an op that never builds it) the project has not measured: no gain
     kernels = [k for op in calls for d in [op] + t.descendants(op) for k in t.gpu_work_of(d)]
-    got = c.claimed(f, "the GPU time of the ops that made the large allocations (what an op that never builds the "
-                       "temporaries could save; computing them in chunks lowers the peak, not this time)",
+    got = c.claimed(f, "the GPU time of the ops that made the large allocations (at most what an op that never "
+                       "builds the temporaries could save, since it still does their arithmetic; computing them in "
+                       "chunks lowers the peak, not this time)",
                     gpu=_spans(t, kernels)) \
         if kernels else None
     return got or f

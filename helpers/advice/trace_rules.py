@@ -345,9 +345,10 @@ def _in_cpu_collectives(c: Context) -> Finding | None:
     ev = [f"{us(inside)} of the {us(w)} window is inside {', '.join(names[:3])} ({inside / w:.0%}); the trace holds "
           "no GPU work (a CPU backend)",
           "a collective returns when every rank has entered it: its time holds the wait for the slowest rank as well "
-          "as the transfer, and one rank's trace cannot tell them apart"]
-    f = Finding(RuleId.INSIDE_COLLECTIVES, "Inside collectives: this rank mostly waits for the other ranks or the "
-                "network", Severity.ISSUE, ev,
+          "as the transfer and, on a CPU backend, the reduction the CPU does itself; one rank's trace cannot tell "
+          "them apart"]
+    f = Finding(RuleId.INSIDE_COLLECTIVES, "Inside collectives: most of this rank's window is inside its CPU "
+                "backend's collectives (waiting for the other ranks, moving data, or reducing it)", Severity.ISSUE, ev,
                 "diagnose the folder of every rank's trace (python -m helpers diagnose FOLDER): it names the rank "
                 "the others wait for, if any")
     return c.sized(f, inside, "inside the CPU backend's collectives")
