@@ -509,6 +509,10 @@ def _cpu_bound(c: Context) -> Finding | None:
     basis = ("if a fix halved the CPU's work between launches (how much fusion, CUDA graphs or larger batches "
              f"remove depends on the model); the low end: that work {OVERHEAD.low:g}x faster (a fifth of it gone); "
              "at best all the GPU idle it claims goes, and the rest of the window stays")
+    if b.collectives:  # ranks that meet in collectives: one rank's quicker CPU may only wait longer in them
+        basis += ("; assumed: the other ranks get as much faster, since in a job whose collectives wait for every "
+                  "rank this rank's step shortens only as far as the slowest rank's does (diagnose the folder of "
+                  "every rank's trace)")
     x = loading(c)
     if x is not None and x.workers and not x.single:
         basis += "; unless the DataLoader's workers then set it (below)"
