@@ -295,7 +295,8 @@ def compile_tax(c: Context) -> Finding | None:
     one = len(calls) == 1
     ev.append((f"the one '{region}' call takes " if one else f"each '{region}' call takes ")
               + f"{us(statistics.median(cpu))} on the CPU and launches {us(statistics.median(gpu))} of GPU work "
-              f"(more than {COMPILE_TAX_FACTOR:g}x)"
+              + (f"(its CPU time {statistics.median(cpu) / statistics.median(gpu):.0f}x its GPU time)" if statistics.median(gpu) > 0
+                 else "(and no GPU time)")
               + ("; one call is one sample: a loop's later calls may cost less" if one else ""))
     spans = [(t.ts[i], t.end_of(i)) for i in calls]
     before = total(intersection(merged(spans), c.budget.filling))
