@@ -446,7 +446,7 @@ def _cpu_bound(c: Context) -> Finding | None:
     if tiny:
         pieces = len(facts.gpu_work(t))
         x = loading(c)
-        own = (intersection(b.cpu_work, [(b.busy[0][0], b.hi)]) if b.busy else list(b.cpu_work))
+        own = b.paced_cpu
         if x is not None:  # the DataLoader's batch-making is no launch's work
             own = difference(own, merged((s.start_us, s.start_us + s.dur_us) for s in x.spans))
         own_us = total(own)

@@ -124,12 +124,16 @@ class Budget:
         return self.paced_cpu_us > gpu or self.waiting_for_cpu_us > gpu  # (a CPU busy on threads that launch nothing)
 
     @property
-    def paced_cpu_us(self) -> float:
+    def paced_cpu(self) -> Spans:
         """The CPU's own work from the first GPU work on: what the GPU's work is set against (before it, the CPU
         fills the queue, or sets up; a GPU that starts late has all of the CPU's work before it)."""
         if not self.busy:
-            return total(difference(self.cpu_work, self.filling))
-        return total(intersection(self.cpu_work, [(self.busy[0][0], self.hi)]))
+            return difference(self.cpu_work, self.filling)
+        return intersection(self.cpu_work, [(self.busy[0][0], self.hi)])
+
+    @property
+    def paced_cpu_us(self) -> float:
+        return total(self.paced_cpu)
 
     def share(self, us: float) -> float:
         """``us`` as a share of the window."""

@@ -133,9 +133,16 @@ def kinds_of(trace: Trace, works: list[int]) -> list[str]:
     """:func:`kind_of` of each piece of GPU work in ``works``, the launching ops of those whose name does not say
     found at once (:func:`innermost_ops`), not by nesting every CPU event."""
     kinds = [_classify(trace.name_of(j), trace.group_of(j)) for j in works]
-    other = [k for k, kind in enumerate(kinds) if kind == kk.OTHER]
+    known = trace.memo.setdefault("kind by its op", {})  # event -> kind, for the work its op classifies
+    other = []
+    for k, kind in enumerate(kinds):
+        if kind == kk.OTHER:
+            found = known.get(works[k])
+            if found is None:
+                other.append(k)
+            else:  # (an earlier call found it: the kernels table, then the collectives, ask of the same events)
+                kinds[k] = found
     if other:
-        known = trace.memo.setdefault("kind by its op", {})  # event -> kind, for the work its op classifies
         launchers = trace.launchers([works[k] for k in other])
         inner = innermost_ops(trace, sorted({i for i in launchers if i >= 0}))
         for k, i in zip(other, launchers):

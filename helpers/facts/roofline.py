@@ -290,12 +290,9 @@ def _alike(trace: Trace, calls: dict[int, list[int]], shapes: ShapesRead) -> lis
     name_id = trace.name_id
     # an op of several kernels gets a key of its own (a negative kernel code no name has)
     kernel = [name_id[ks[0]] if len(ks) == 1 else -1 - r for r, ks in enumerate(kss)]
-    firsts, group = vector.alike([list(map(name_id.__getitem__, ops)), numbers, kernel])
-    members: list[list[int]] = [[] for _ in firsts]
-    for r, g in enumerate(group):
-        members[g].append(r)
-    return [(ops[f], kss[f], len(rows), kss[f] if len(rows) == 1 else [j for r in rows for j in kss[r]])
-            for f, rows in zip(firsts, members)]
+    return [(ops[rows[0]], kss[rows[0]], len(rows), kss[rows[0]] if len(rows) == 1 else
+             [j for r in rows for j in kss[r]])
+            for rows in vector.alike([list(map(name_id.__getitem__, ops)), numbers, kernel])]
 
 
 def _fill(trace: Trace, r: Roofline, calls: dict[int, list[int]], left: dict[str, list[int]], shapes: ShapesRead,

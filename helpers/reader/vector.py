@@ -362,16 +362,14 @@ def looked_up(keys: array, values: array, queries: list[int], missing: int = -1)
     return out
 
 
-def alike(columns: list[list[int]]) -> tuple[list[int], list[int]]:
-    """Rows equal in every column: each group's first row, in order of first appearance, and each row's group
-    (numbered in that order). (A dict of the rows' tuples: quicker than numpy's unique by rows, which sorts.)"""
-    seen: dict[tuple, int] = {}
-    firsts: list[int] = []
-    groups = []
+def alike(columns: list[list[int]]) -> list[list[int]]:
+    """Rows equal in every column, grouped: each group's rows ascending, the groups in order of their first row.
+    (A dict of the rows' tuples: quicker than numpy's unique by rows, which sorts.)"""
+    groups: dict[tuple, list[int]] = {}
     for r, key in enumerate(zip(*columns)):
-        g = seen.get(key)
-        if g is None:
-            g = seen[key] = len(firsts)
-            firsts.append(r)
-        groups.append(g)
-    return firsts, groups
+        rows = groups.get(key)
+        if rows is None:
+            groups[key] = [r]
+        else:
+            rows.append(r)
+    return list(groups.values())
