@@ -152,7 +152,7 @@ EXTERNAL_FIRST = {
        "collectives with nothing beside them and the GPU's wait for the CPU, each about 12% of the window")
        for r in (0, 1)},
     "tracelens_h100_owlv2.json.gz": ("input-bound", "the DataLoader's __next__ holds half the window, its syncs inside"),
-    "tracelens_vllm_piecewise_graph_execution.json.gz": (("gpu-bound", "gpu-behind"), "graph replays queued by 26 ms, "
+    "tracelens_vllm_piecewise_graph_execution.json.gz": ("gpu-bound", "graph replays queued by 26 ms, "
                                                          "the GPU starting at 151 ms, then busy to the end"),
     "tracelens_xdit_sd35_rank0.json.gz": ("cpu-bound", "thousands of short gaps between kernels: the GPU waits for "
                                                        "the CPU in pieces"),

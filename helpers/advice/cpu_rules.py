@@ -35,7 +35,7 @@ PINNED_DOCS = "https://docs.pytorch.org/tutorials/intermediate/pinmem_nonblock.h
 LONG_CALL_SHARE = 0.1
 #: ... and, once one does, every such call of at least this long and this share of the window joins it
 LONG_CALL_MIN_US = 1000.0
-LONG_CALL_OF = 0.01
+LONG_CALL_OF = 0.005
 #: the optimizer step's CPU and GPU time with fused=True against each implementation, on the H200 reference set
 #: (notebook 12's train-fp32-* and notebook 16's loop traces, median step): foreach 627 to 294 us of CPU time, 372 to
 #: 124 us of GPU time; the for-loop 2131 to 294 and 4880 to 870 us of CPU time, 358 to 124 and 696 to 263 us of GPU
@@ -194,6 +194,7 @@ def _input_bound(c: Context) -> Finding | None:
             # beyond the rest of the step (P = wait + rest); made n times as fast, the step is max(rest, P / n)
             return w / max(rest, (rest + x.loader_us) / n, 1e-9)
         high = speed(rates[2])
+        shared = False
         gpu_step = c.budget.busy_us + c.budget.queued_us
         if x.single and rest > gpu_step and rest >= x.loader_us / rates[2]:
             # the loading hidden, the rest of the step sets it: profiled CPU work, which the profiler inflates (the
@@ -207,7 +208,8 @@ def _input_bound(c: Context) -> Finding | None:
                           "cannot show, so the high end is the step as short as the "
                           f"longer of the GPU's own work and the loading at {rates[2]:g}x (time the fix to know; "
                           "that end takes in what the other findings' fixes would win too)")
-        got.gain = Gain(speed(rates[0]), speed(rates[1]), high, basis)
+                shared = True
+        got.gain = Gain(speed(rates[0]), speed(rates[1]), high, basis, high_shared=shared)
     return got
 
 
@@ -468,6 +470,12 @@ def _cpu_bound(c: Context) -> Finding | None:
         advice = ("give each launch more work (larger batches or tensors), launch fewer kernels (fuse ops with "
                   "torch.compile, CUDA graphs: they pay off only where they replace many launches, since a compiled "
                   "call has a CPU cost of its own, which notebook 08 measures), and keep Python out of the hot loop")
+        if set_up_calls(t, b):
+            # a recording held by one-time set-up: what is left between launches may be set-up too (weights
+            # initialised, memory reserved), not a steady loop's launch cost
+            advice = ("first record after warm-up (see long-call): this recording holds one-time set-up calls, and "
+                      "the CPU's work left here may be set-up too (weights initialised, memory reserved); if a "
+                      "recording of steady steps still shows it, " + advice)
     rule, title = ((RuleId.TINY_KERNELS, "Launch-bound: the median kernel is shorter than the CPU's work to launch it")
                    if tiny else
                    (RuleId.CPU_BOUND, "CPU-bound: the GPU waits for the CPU"))

@@ -129,9 +129,10 @@ LEGEND = ("(How to read this: an [issue] should win time back, and its second li
           "can size it; a [note] is "
           "worth knowing, but its fix gains little here, or less than the profiler's own cost could explain. A share "
           "is a part of the recorded window, from the first profiler step (or, without steps, the first event) to "
-          "the end of the last recorded event: "
+          "the end of the last recorded activity (the step spans and the profiler's own span, which can end later, "
+          "left out): "
           "time the GPU sat idle, or time it was busy, never counted in two findings. Each gain is for that fix "
-          "alone, unless its basis says its high end takes in other fixes' gains.)")
+          "alone, unless its range says its high end counts other fixes' gains too.)")
 
 
 def text(findings: list[Finding]) -> str:

@@ -154,6 +154,14 @@ def _straggler(r: Ranks) -> "Finding | None":
     if r.world_size is not None and len(r.ranks) < r.world_size:  # the rank it waits for may be one not here
         ev.append(f"the folder holds {len(r.ranks)} of the job's {r.world_size} ranks: rank {s.rank} is the latest of "
                   "these, and may itself wait for a rank not recorded here")
+    left = {k: v for k, v in r.unmatched.items() if v}
+    if left:
+        # matched: the n-th collective of an op on each rank, where their kernels overlap in time (a collective
+        # runs on every rank at once); the rest have no partner in the recordings, and say nothing of lateness
+        ev.append("a collective is matched across ranks where its kernels overlap in time on every rank (each rank "
+                  "is inside it at once); left out as without a partner in the other recordings: "
+                  + ", ".join(f"rank {k}: {v}" for k, v in sorted(left.items()))
+                  + " (a sampled or filtered trace, or recordings that started apart)")
     for x in r.ranks:
         if x.rank != s.rank and x.wait_us is not None:
             ev.append(f"rank {x.rank} waited {us(x.wait_us)} in all inside the matched collectives (overlapping "
@@ -215,10 +223,18 @@ def _straggler(r: Ranks) -> "Finding | None":
         why = (f"rank {s.rank}'s GPU work is {us(excess)} more than the others' median ({us(me.compute_us)} against "
                f"{us(others_compute)}), less than half of the {us(lateness)} the others wait for it: what delays it "
                "is mostly elsewhere")
-    quiet = (f"; its trace records no op on any CPU thread for {us(me.unrecorded_us)} of its "
-             f"{us(me.window_us)} window ({me.unrecorded_us / me.window_us:.0%}): Python between ops, sleeping or "
-             "waiting on input the profiler does not see, one of them a hypothesis to test"
-             if me.window_us > 0 and me.unrecorded_us >= UNRECORDED_SHARE * me.window_us else "")
+    # time with no op recorded is a clue only where the straggler has more of it than the others: a rank that waits
+    # inside annotations or collectives the profiler records as no op can show as much (exam 9's rank 1)
+    quiet_others = statistics.median(x.unrecorded_us for x in r.ranks if x.rank != s.rank)
+    quiet = ""
+    if me.window_us > 0 and me.unrecorded_us >= UNRECORDED_SHARE * me.window_us:
+        quiet = (f"; its trace records no op on any CPU thread for {us(me.unrecorded_us)} of its "
+                 f"{us(me.window_us)} window ({me.unrecorded_us / me.window_us:.0%}), "
+                 + (f"the other ranks' {us(quiet_others)} (their median)" if len(r.ranks) > 2 else
+                    f"the other rank's {us(quiet_others)}"))
+        quiet += (": Python between ops, sleeping or waiting on input the profiler does not see, one of them a "
+                  "hypothesis to test" if me.unrecorded_us - quiet_others >= 0.5 * lateness else
+                  ": about as much, so that time alone does not tell the ranks apart")
     ev.append(why + (" (its ops, its input, or time no op recorded)" if not gpu else
                      " (its CPU side, its input, or something before the recording)") + quiet
               + f", so no gain is sized; the others' wait bounds it: were the delay gone, the job would be at most "

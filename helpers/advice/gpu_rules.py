@@ -238,7 +238,8 @@ def _variance(c: Context) -> Finding | None:
             if len(durs) < 5:
                 continue
             med = statistics.median(durs)
-            if med < 5 or max(durs) <= 1.1 * med:
+            # a couple of microseconds is the clock's grain in traces stamped in whole microseconds, not variance
+            if med < 5 or max(durs) <= 1.1 * med or max(durs) - med < 2:
                 continue
             spread = max(durs) / med - 1
             if worst is None or spread > worst[0]:
@@ -262,7 +263,9 @@ def _variance(c: Context) -> Finding | None:
     alternate = (len(seq) >= 6 and turns >= 0.8 * (len(seq) - 1) and bool(hi_) and bool(lo_)
                  and min(hi_) > 1.3 * max(lo_))  # (two groups clearly apart, not noise around the median)
     if alternate:
-        ev.append(f"in time order the launches take turns, long and short ({', '.join(us(x) for x in seq[:4])}, ...): "
+        ev.append(f"in time order the launches take turns, long and short ({', '.join(us(x) for x in seq[:4])}, ...; "
+                  f"the {len(lo_)} short ones' median {us(statistics.median(lo_))}, the {len(hi_)} long ones' "
+                  f"{us(statistics.median(hi_))}): "
                   "two kinds of work under one name and launch shape (layers that alternate, say) is one "
                   "hypothesis, rather than noise")
     if len(durs) < k.count:
@@ -282,6 +285,14 @@ def _variance(c: Context) -> Finding | None:
                   "warm-up, a clock still ramping) is one hypothesis")
     title = ("The same kernel doing the same work with different durations" if dims is not None and not alternate
              else "The same kernel, launched alike, with different durations")
+    if alternate:
+        # two kinds of launch: the median falls between them and describes neither, so no share is claimed
+        ev[0] += "; a median between two kinds of launch, which describes neither"
+        return Finding(RuleId.KERNEL_VARIANCE, title, Severity.NOTE, ev,
+                       "time the long and the short launches apart: find which op or layer each belongs to (its "
+                       "record_function, with_stack's frames), and compare like with like; only if both kinds turn "
+                       "out to be the same work, test clocks, heat, power management, driver housekeeping (the "
+                       "article's list)")
     f = Finding(RuleId.KERNEL_VARIANCE, title,
                 Severity.NOTE, ev,
                 "quote the median and study the outliers apart; possible causes to test: "
@@ -355,6 +366,11 @@ FUSE_SHARE = 0.5
 FUSE_SPEED = Speedup(2.0, 1.25, 4.0)
 
 
+#: a GPU busy this share of the time from its first work on, in a trace whose CPU events end before it starts, ran
+#: its queued work back to back
+BACK_TO_BACK = 0.9
+
+
 def _gpu_bound(c: Context) -> Finding | None:
     """What no pattern claimed of the GPU's busy time, where the GPU sets the pace (its work outlasts the CPU's)."""
     b, t = c.budget, c.trace
@@ -364,12 +380,20 @@ def _gpu_bound(c: Context) -> Finding | None:
     if not left or b.cpu_paced or b.busy_us < GPU_BOUND_MIN * max(b.window_us - b.filling_us, 1e-9):
         return None  # (a GPU busy a sliver of the window sets no pace: a fragment, or a GPU behind something)
     if trace_rules.apart(c):
-        return None  # (the CPU's events all end before the GPU's first work: no pace can be read; gpu-behind says so)
-    ev = [f"the GPU ran work {us(b.busy_us)} of the {us(b.window_us)} window ({b.share(b.busy_us):.0%}); the CPU's "
-          f"own work from the first GPU work on (the launching thread's time in its events, less its waits for the GPU) "
-          f"took {us(b.paced_cpu_us)}"
-          + (f": about even (within {EVEN_MARGIN:.0%}), so the GPU sets the pace by a margin the profiler's own cost "
-             "on the CPU could undo" if b.about_even else "")]
+        # the CPU's events all end before the GPU's first work: no balance of the two can be read (gpu-behind says
+        # so); but a GPU that, once started, runs its queued work back to back sets the pace of what it runs
+        active = b.hi - b.busy[0][0]
+        if active <= 0 or b.busy_us < BACK_TO_BACK * active:
+            return None
+        ev = [f"from its first work on, the GPU ran back to back: {us(b.busy_us)} of the {us(active)} from its first "
+              f"work to the window's end ({b.busy_us / active:.0%}), all of it launched before it started: what it "
+              "ran was queued, so its kernels set the pace of that part"]
+    else:
+        ev = [f"the GPU ran work {us(b.busy_us)} of the {us(b.window_us)} window ({b.share(b.busy_us):.0%}); the "
+              f"CPU's own work from the first GPU work on (the launching thread's time in its events, less its waits "
+              f"for the GPU) took {us(b.paced_cpu_us)}"
+              + (f": about even (within {EVEN_MARGIN:.0%}), so the GPU sets the pace by a margin the profiler's own "
+                 "cost on the CPU could undo" if b.about_even else "")]
     shape = roofline.dominant(roofline.roofline(c.trace))
     if shape is not None:  # memory-bound kernels (fuse them) or compute-bound ones near their peak: not one advice
         ev.append(roofline.dominant_text(shape))

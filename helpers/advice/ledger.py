@@ -67,6 +67,8 @@ class Gain:
     #: where the point figure is under 5% and the high end is not: what the high end rests on, in words that end
     #: "then this fix could give up to" (empty: the profiler's inflation of the CPU's side)
     high_if: str = ""
+    #: its high end takes in what other findings' fixes would win too: said beside the range, not only in the basis
+    high_shared: bool = False
 
     def words(self) -> str:
         """'fixing this should make the step about 2.1x faster (1.4x to 3.0x)'."""
@@ -75,11 +77,13 @@ class Gain:
         if self.speedup < 1.05 and self.high < 1.05:
             return f"by this trace, fixing this alone should change {self.of} little (under 5%)"
         if self.speedup < 1.05:  # little as recorded, more where the other side would set the pace (the high end)
-            why = self.high_if or ("but the profiler slows the CPU's side, and without it the GPU may set the "
-                                   "pace: then this fix could give up to")
+            why = self.high_if or ("at best, with all the time it claims gone (the profiler's cost on the CPU "
+                                   "can make the middle figure too low), this fix could give up to")
             return (f"in this profiled run, fixing this alone changes the step little (under 5%); {why} "
                     f"{times(self.high)}. Time it without the profiler to know")
-        span = f" ({times(self.low)} to {times(self.high)})" if self.high / self.low > 1.1 else ""
+        span = (f" ({times(self.low)} to {times(self.high)}"
+                + (", the high end counting other fixes' gains too" if self.high_shared else "") + ")"
+                if self.high / self.low > 1.1 else "")
         if self.of != "the step":
             if self.high / self.low > 10:  # a one-time cost's range this wide says only its low end usefully
                 return (f"without it {self.of} should be at least {times(self.low)} shorter (most of this recording "

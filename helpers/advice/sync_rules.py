@@ -31,8 +31,9 @@ def syncs(c: Context) -> list[sf.Sync]:
 
 
 #: the labels a distributed library puts around its own collective exchanges (TorchRec's '## ... ##' blocks: its
-#: all-to-all awaitables, its input distribution): a wait inside one is the library's, not a line of the user's
-_LIBRARY_EXCHANGE = re.compile(r"(?i)all_?to_?all|all2all|awaitable|input_dist|data_dist|output_dist")
+#: all-to-all awaitables, its input distribution, its sparse-data-dist 'sdd_' steps): a wait inside one is the
+#: library's, not a line of the user's
+_LIBRARY_EXCHANGE = re.compile(r"(?i)all_?to_?all|all2all|awaitable|input_dist|data_dist|output_dist|\bsdd_")
 TORCHREC_PIPELINE = ("https://github.com/meta-pytorch/torchrec/blob/main/torchrec/distributed/train_pipeline/"
                      "train_pipelines.py")
 

@@ -124,6 +124,15 @@ def _gpu_behind(c: Context) -> Finding | None:
         ev.append(f"not counted: {us(b.filling_us)} at the window's start ({b.share(b.filling_us):.0%} of the "
                   "window, up to the first GPU work or the launch it waited behind), in which the CPU's recorded events "
                   "cover little: the recording began before this work")
+    streams = {t.lane[j] for j in work}
+    if b.collectives and len(streams) > 1 and not any(
+            t.indices((RUNTIME, DRIVER), contains=n) for n in ("StreamWaitEvent", "EventRecord")):
+        # PyTorch's NCCL backend orders its streams with event records and waits: a trace without any, whose
+        # collectives run on a stream of their own, lost them (a tool's filter) or never had them recorded
+        ev.append(f"its work runs on {len(streams)} streams, its collectives on their own, yet the trace holds no "
+                  "stream-event call (cudaEventRecord, cudaStreamWaitEvent), which PyTorch's NCCL backend makes to "
+                  "order its streams: the trace was likely filtered by a tool, and a wait of one stream for another "
+                  "would look like this idle without showing as one")
     f = Finding(RuleId.GPU_BEHIND, "The GPU started late: work queued, not waiting for the CPU", Severity.NOTE, ev,
                 "this idle time is not the CPU's: the GPU was behind something the trace does not show as work (a "
                 "dependency on another stream or event, a graph's set-up, the recording starting before the GPU was "
@@ -365,6 +374,12 @@ def _in_collectives(c: Context) -> Finding | None:
           f"{us(b.collective_exposed_us)} of it with no other GPU work beside it",
           "a collective's kernel runs from when this rank enters it until every rank has: its time holds the wait for "
           "the slowest rank as well as the transfer, and one rank's trace cannot tell them apart"]
+    idle = c.budget.waiting_for_cpu_us
+    if idle >= 0.05 * w:
+        # the CPU-side rules are left out on such a rank: say what they would have read, and why it is not sized
+        ev.append(f"the GPU also waited for the CPU {us(idle)} ({idle / w:.0%} of the window) between its work: not "
+                  "sized here, since a rank whose collectives wait for the others gains from a quicker CPU only as "
+                  "far as the slowest rank does (the folder's view says whether this rank is the one waited for)")
     f = Finding(RuleId.INSIDE_COLLECTIVES, "Inside collectives: this rank's GPU mostly waits for the other ranks or "
                 "the network", Severity.ISSUE, ev,
                 "diagnose the folder of every rank's trace (python -m helpers diagnose FOLDER): it names the rank "

@@ -151,7 +151,8 @@ def _waits(trace: Trace, i: int, name: str, prior: "_Prior | None" = None) -> tu
     (from it); ``cudaMemcpyAsync`` waits only where pageable memory is on one
     side: a copy to it returns once done; a copy from it "might be synchronous",
     so it counts as a wait only where the trace shows one, the GPU work launched
-    before it ended by the time the call returned (``prior``). Between pinned
+    before it still running when the call began and ended by the time it
+    returned (``prior``). Between pinned
     memory and the device it only launches.
     """
     if kk.is_synchronize(name):
@@ -168,8 +169,14 @@ def _waits(trace: Trace, i: int, name: str, prior: "_Prior | None" = None) -> tu
         return with_host, j
     if not (with_host and "Pageable" in copy):
         return False, j
-    if not _is_to_host(copy) and prior is not None and prior.end_before(trace.ts[i]) > trace.end_of(i) + 1e-3:
-        return False, j  # from pageable memory, returned while earlier GPU work still ran: it did not wait for it
+    if not _is_to_host(copy) and prior is not None:
+        reach = prior.end_before(trace.ts[i])
+        if reach > trace.end_of(i) + 1e-3:
+            return False, j  # from pageable memory, returned while earlier GPU work still ran: it did not wait for it
+        if reach <= trace.ts[i]:
+            # the GPU had finished all earlier work before the call began: nothing to wait for (a synchronize call
+            # after it, torch's for a blocking copy, is a wait of its own)
+            return False, j
     return True, j
 
 

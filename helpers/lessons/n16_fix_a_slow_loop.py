@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import html
 import inspect
+import re
 import statistics
 from dataclasses import dataclass
 
@@ -23,8 +24,8 @@ from ..runs import comparisons, slow_loop
 from ..advice import diagnose
 from ..facts import measure, python_lines, step_facts, kernel_kinds as kk
 from ..lesson import plots, show, spoilers, widgets
-from ..reader.categories import DRIVER, RUNTIME
-from ..reader.spans import difference, merged, total as span_total
+from ..reader.categories import DRIVER, GPU_ANNOTATION, RUNTIME
+from ..reader.spans import covered, difference, merged, total as span_total
 from ..runs.comparisons import Comparison, Member
 from ..facts.measure import Spread
 from ..runs.mode import environment
@@ -84,6 +85,38 @@ def show_loop() -> None:
     show.pre("\n".join(f"{start + n:4d}  {ln}" for n, ln in enumerate(lines)))
 
 
+def _gpu_lane_row(table: str, name: str) -> bool:
+    """Whether torch's printed table has a row for ``name`` with no CPU time and some Self CUDA: its GPU-lane span."""
+    for line in table.splitlines():
+        cells = re.split(r"\s{2,}", line.strip())
+        # Name, Self CPU %, Self CPU, CPU total %, CPU total, CPU time avg, Self CUDA, ...
+        if len(cells) >= 7 and cells[0] == name and cells[2] in ("0.000us", "0us") and cells[6] not in ("0.000us", "0us"):
+            return True
+    return False
+
+
+def show_table(slow) -> None:
+    """The table torch printed when it recorded the loop, and what its label rows on the GPU's lane are."""
+    print(slow.table)
+    t = slow.trace
+    spans: dict[str, list[int]] = {}
+    for i in t.indices([GPU_ANNOTATION]):
+        spans.setdefault(t.name_of(i), []).append(i)
+    shown = [n for n in spans if _gpu_lane_row(slow.table, n)]
+    if not shown:
+        return
+    # torch gives a label's span on the GPU's lane a row of its own: first to last GPU work under it, idle included
+    busy = merged((t.ts[j], t.end_of(j)) for j in facts.gpu_work(t))
+    name = max(shown, key=lambda n: sum(t.dur[i] for i in spans[n]))
+    span = sum(t.dur[i] for i in spans[name])
+    work = sum(covered(busy, t.ts[i], t.end_of(i)) for i in spans[name])
+    show.md(f"Rows with no CPU time and a Self CUDA figure ({', '.join(html.escape(n) for n in shown)}) are "
+              "labels' spans on the GPU's lane, not kernels: each runs from the first to the last GPU work under "
+              "its label, idle time included, and its kernels have rows of their own too, so the Self CUDA column "
+              f"adds up to more than 100%. <code>{html.escape(name)}</code>: {us(span)} of span, {us(work)} of GPU "
+              "work inside it.")
+
+
 # --- 16.first: which fix alone shortens the step most -------------------------------------------
 
 
@@ -114,8 +147,13 @@ def first_fix(slow, alone: Comparison) -> None:
                     + (f" ({html.escape(f.amount)})" if f.amount else "")
                     + (", which points at the same fix." if points == best else
                        f", which points at another fix ({html.escape(FIX_WORDS[points])})." if points else "."))
-        others = sorted(((r.median, FIX_WORDS[k]) for k, r in ratios.items() if k != best), reverse=True)
+        others = sorted(((r.median, FIX_WORDS[k], r) for k, r in ratios.items() if k != best), reverse=True,
+                        key=lambda x: x[0])
         rest = (f" The next best alone: {html.escape(others[0][1])}, {others[0][0]:.2f}x." if others else "")
+        if len(others) > 1 and others[0][2].quartiles[0] <= others[1][2].quartiles[1]:
+            # second place inside the noise: say so rather than rank them
+            rest = (f" Next, {html.escape(others[0][1])} ({others[0][0]:.2f}x) and {html.escape(others[1][1])} "
+                    f"({others[1][0]:.2f}x): their IQRs overlap, so which of them comes second is inconclusive here.")
         return widgets.grade(
             g, f"Alone, <b>{html.escape(g.actual)}</b> shortened the step most: {ratios[best].text()} shorter, round "
             f"by round (as written {_ms(alone.spread(AS_WRITTEN)).text()})." + rest + said
@@ -235,8 +273,9 @@ def waits(slow) -> None:
                                "Each wait is the runtime calls the table names, inside its op: a copy between the "
                                "CPU and the GPU made without <code>non_blocking=True</code> ends by synchronizing the "
                                "stream, and <code>torch.tensor(..., device=...)</code> from a Python list is made by "
-                               "such a copy (its op is <code>aten::copy_</code>), so it waits for every kernel queued "
-                               "before it.",
+                               "such a copy (its op is <code>aten::copy_</code>): the CPU waits until the copy, and "
+                               "whatever was queued before it on the stream, is done. A wait in the table is its op's "
+                               "length, the copy's own time included.",
                                actual=_count_choice(len(lines)))
 
     widgets.ask("16.waits", "How many lines of this loop make the CPU wait for the GPU in every step?",
@@ -500,7 +539,17 @@ def _left(bench: Bench, final, fed: Comparison) -> None:
                 "unprofiled: the profiler, recording every op with its Python stack, adds CPU time of its own "
                 "(notebook 01 measured that cost), so part of the CPU side this trace shows is the profiler's."
                 if profiled > 1.2 * last.median else "")
-    test, why = "", ""
+    test, why, drift = "", "", ""
+    if FEED[0] in fed.labels:
+        # the same fixed loop in two groups of rounds: where they disagree beyond their IQRs, one group's spread
+        # understates the uncertainty of the whole gain
+        a, o = _ms(last), _ms(fed.spread(FEED[0]))
+        if a.quartiles[0] > o.quartiles[1] or o.quartiles[0] > a.quartiles[1]:
+            lo_ms, hi_ms = sorted((a.median, o.median))
+            drift = (f"<p>The fixed loop was timed in two groups of rounds: {a.median:.1f} ms and {o.median:.1f} ms "
+                     "a step, further apart than either group's IQR, so the time drifts between groups more than "
+                     f"one group's spread shows: the whole gain is about {_ms(first).median / hi_ms:.1f}x to "
+                     f"{_ms(first).median / lo_ms:.1f}x.</p>")
     if all(k in fed.labels for k in FEED):
         r = fed.ratio(FEED[1], FEED[0])  # the input's time per step over the whole step's, round by round
         lo, hi = r.quartiles
@@ -536,6 +585,6 @@ def _left(bench: Bench, final, fed: Comparison) -> None:
             + (f" Verdict: <b>{html.escape(b.verdict)}</b>, GPU busy {b.gpu_busy_share:.0%} of the window."
                if b.verdict and b.gpu_busy_share is not None else "") + "</p>"
             + (f"<p>{inflated.strip()} So diagnose's gain above, read from the profiled trace, may overstate what "
-               "a CPU-side fix wins without the profiler.</p>" if inflated else "") + test
+               "a CPU-side fix wins without the profiler.</p>" if inflated else "") + drift + test
             + (f"<details><summary>How this was measured</summary><p>{why.strip()}</p></details>"
                if why.strip() else ""))
