@@ -229,7 +229,7 @@ def main() -> int:
           f"{sum(r.gain_within for r in fresh)} with the gain within {TARGET:g}x.")
     print("(measured: the median of the round-by-round ratios, before the fix over after, each round timing both "
           "interleaved without the profiler, as the notebooks quote them. The attention rows: each backend's "
-          "unprofiled wall time per call, timed in its own process. A fix in brackets, '(+pageable)', removes "
+          "unprofiled wall time per call, timed in its own process once (no spread: those rows say less than the interleaved ones). A fix in brackets, '(+pageable)', removes "
           "another rule's finding too: its row is their gains together, 1 / (1 - sum(1 - 1/s)), since no time is "
           "counted in two findings. A rule with a cause in brackets, 'hidden-sync[.item()]', is the part of its "
           "finding that cause explains, the one the fix removes: the others stay. A range of one value, "

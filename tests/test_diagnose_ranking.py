@@ -58,7 +58,8 @@ REFERENCE = {
     "4096_bf16_cold_eager_s0-0-20": ("cold-start", "a cold process recorded from its first call: start-up dominates"),
     "64_bf16_cold_eager_s0-0-20": ("cold-start", "a cold process recorded from its first call: start-up dominates"),
     "64_bf16_cold_eager_s0-0-3": ("cold-start", "a cold process recorded from its first call: start-up dominates"),
-    "4096_bf16_warm_eager_s0-0-20": ("cold-start", "no warm-up in the schedule: the first recorded step is wide"),
+    "4096_bf16_warm_eager_s0-0-20": ("gpu-bound", "no warm-up in the schedule: the first step is wide, most of its "
+                                     "extra the profiler's own buffer request (a note); the steady steps GPU-bound"),
     "64_bf16_warm_compile": ("compile-tax", "a compiled call costs more CPU time than the tiny GPU work it launches"),
     "64_bf16_warm_compile-reduce-overhead": ("compile-tax", "the compiled call's CPU side is the step"),
     "linear1024x32x64_bf16_warm_compile": ("compile-tax", "the compiled call's CPU side is the step"),

@@ -53,7 +53,8 @@ OVERLAP = Speedup(2.0, 1.25, float("inf"))
 
 
 def _communication_bound(rows: list[RankRow], folder: bool = True,
-                         straggler: "Straggler | None" = None, leads: bool = True) -> "Finding | None":
+                         straggler: "Straggler | None" = None, leads: bool = True,
+                         world_size: int | None = None) -> "Finding | None":
     """Ranks whose exposed collective time is a large share of their GPU time; with a straggler named, what remains
     of that time once it is fixed (the exposed time beyond each rank's wait for the straggler)."""
 
@@ -69,10 +70,13 @@ def _communication_bound(rows: list[RankRow], folder: bool = True,
         ev += [f"{_who(x)}: {us(x.wait_us or 0.0)} of its collective time lies beyond the quickest rank's time in "
                f"the same collectives (a wait for later ranks, rank {straggler.rank} most often: see straggler); "
                + (f"{us(remains[x.rank])} of its exposed time lies beyond that wait" if remains[x.rank] > 0 else
-                  "that wait is as long as all of its exposed time, so what the transfer itself costs cannot be "
+                  "that wait is at least as long as all of its exposed time, so what the transfer itself costs cannot be "
                   "read until the straggler is fixed")
                for x in bound if x.rank != straggler.rank]
-        ev += [f"{_who(x)} is the straggler itself: its {us(x.exposed_us)} is the transfer and its own waits"
+        partial = world_size is not None and len(rows) < world_size  # the latest here may wait for one not here
+        ev += [(f"{_who(x)} is the latest of the ranks recorded here: its {us(x.exposed_us)} is the transfer and its "
+                "waits for ranks not in this folder, which it cannot tell apart" if partial else
+                f"{_who(x)} is the straggler itself: its {us(x.exposed_us)} is the transfer and its own waits")
                for x in bound if x.rank == straggler.rank]
         title = ("What remains once the straggler is fixed: collectives that run with no compute beside them" if leads
                  else "Waiting on communication: the GPU spends more time in collectives alone than computing")
@@ -228,7 +232,7 @@ def _straggler(r: Ranks) -> "Finding | None":
     quiet_others = statistics.median(x.unrecorded_us for x in r.ranks if x.rank != s.rank)
     quiet = ""
     if me.window_us > 0 and me.unrecorded_us >= UNRECORDED_SHARE * me.window_us:
-        quiet = (f"; its trace records no op on any CPU thread for {us(me.unrecorded_us)} of its "
+        quiet = (f"; its trace records no op (nor a CPU backend's collective) on any CPU thread for {us(me.unrecorded_us)} of its "
                  f"{us(me.window_us)} window ({me.unrecorded_us / me.window_us:.0%}), "
                  + (f"the other ranks' {us(quiet_others)} (their median)" if len(r.ranks) > 2 else
                     f"the other rank's {us(quiet_others)}"))
@@ -237,7 +241,7 @@ def _straggler(r: Ranks) -> "Finding | None":
                   ": about as much, so that time alone does not tell the ranks apart")
     ev.append(why + (" (its ops, its input, or time no op recorded)" if not gpu else
                      " (its CPU side, its input, or something before the recording)") + quiet
-              + f", so no gain is sized; the others' wait bounds it: were the delay gone, the job would be at most "
+              + f", so no gain is sized, only a bound: the others' wait; were the delay gone, the job would be at most "
                 f"{bound:.2g}x faster")
     return f
 
@@ -251,7 +255,7 @@ def diagnose_ranks(r: Ranks) -> list["Finding"]:
     # can be sized by
     minor = lead is not None and lead.share is not None and (
         lead.share < NOTE_BELOW or (lead.gain is None and lead.share < STRAGGLER_MINOR))
-    bound = _communication_bound(r.ranks, straggler=r.straggler, leads=not minor)
+    bound = _communication_bound(r.ranks, straggler=r.straggler, leads=not minor, world_size=r.world_size)
     rest = [f for f in (bound, _low_overlap(r.ranks, bound)) if f is not None]
     if minor:
         assert lead is not None

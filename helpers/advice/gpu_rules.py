@@ -346,9 +346,9 @@ def _memory_spike(c: Context) -> Finding | None:
     # sized by the GPU time of the ops that made it (writing and reading the temporary); what a fix saves of it
     # (an op that never builds it) the project has not measured: no gain
     kernels = [k for op in calls for d in [op] + t.descendants(op) for k in t.gpu_work_of(d)]
-    got = c.claimed(f, "the GPU time of the ops that made the large allocations (at most what an op that never "
-                       "builds the temporaries could save, since it still does their arithmetic; computing them in "
-                       "chunks lowers the peak, not this time)",
+    got = c.claimed(f, "the GPU time of the ops that made the large allocations (an op that never builds the "
+                       "temporaries, such as a matrix-product form, can save this and the work that reads them; "
+                       "computing them in chunks lowers the peak, not this time)",
                     gpu=_spans(t, kernels)) \
         if kernels else None
     return got or f

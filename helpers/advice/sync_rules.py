@@ -146,8 +146,8 @@ def hidden_sync(c: Context) -> Finding | None:
                   f"{', '.join(repr(n) for n in sorted(blocks))}, "
                   f"{us(total(held))} of CPU time in all, a small part of each step; the GPU idle {us(beyond)} in "
                   "them beyond the waits' own stretches, counted here too: a fix that removes the waits (or reads "
-                  "the values every N steps) is taken to shorten these blocks as well, as it did in notebook 12's "
-                  "timed training step")
+                  "the values every N steps) is assumed to shorten these blocks as well (it did in notebook 12's "
+                  "timed training step; whether it does here, only a timing of the fix can say)")
         spans = merged(list(spans) + list(held))
         what = "the GPU idle in and after the waits and in the blocks around them, waiting for the CPU"
         basis = ("without the waits and the labelled blocks they sit in; the low end: half of that")

@@ -338,8 +338,7 @@ def compile_tax(c: Context) -> Finding | None:
 IN_COLLECTIVES_SHARE = 0.5
 
 
-#: the record_function labels CPU backends give their collectives (gloo's "gloo:all_reduce", ...)
-CPU_COLLECTIVE_PREFIXES = ("gloo:", "mpi:", "ucc:")
+from ..facts.collectives import CPU_COLLECTIVE_PREFIXES  # noqa: E402  (one home for the labels)
 
 
 def _in_cpu_collectives(c: Context) -> Finding | None:

@@ -63,6 +63,8 @@ EPOCH_US = 1e15
 COMMUNICATION_BOUND = "communication-bound"
 #: gloo's own events for a collective it runs on the CPU ("gloo:all_reduce"): the reduction, on gloo's threads
 GLOO_PREFIX = "gloo:"
+#: the record_function labels CPU backends give their collectives (gloo's "gloo:all_reduce", ...)
+CPU_COLLECTIVE_PREFIXES = ("gloo:", "mpi:", "ucc:")
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.I)
 _KERNEL_OP = re.compile(r"nccl(?:Dev)?Kernel_([A-Za-z]+)", re.I)
 
@@ -196,7 +198,10 @@ def rank_facts(trace: Trace, rank: int, shift_us: float = 0.0) -> tuple[RankRow,
     if coll and b.gpu_busy_us > 0 and exposed / b.gpu_busy_us >= COMMUNICATION_BOUND_SHARE:
         verdict = COMMUNICATION_BOUND
     ops = trace.on_gpu((CPU_OP, RUNTIME, DRIVER), gpu=False)
-    recorded = total(clipped(vector.spans(trace, ops), lo, hi)) if ops else 0.0
+    # a CPU backend's collective spans (gloo's) are recorded time too: a rank waiting inside them is not unrecorded
+    cpu_coll = [i for p in CPU_COLLECTIVE_PREFIXES for i in trace.indices(prefix=p) if not trace.is_gpu(i)]
+    recorded = total(clipped(merged(list(vector.spans(trace, ops)) + [(trace.ts[i], trace.end_of(i))
+                                                                      for i in cpu_coll]), lo, hi)) if ops else 0.0
     row = RankRow(
         rank=rank, path=str(trace.path), device=trace.device_name, window_us=b.window_us,
         unrecorded_us=max(b.window_us - recorded, 0.0) if ops else 0.0,

@@ -357,12 +357,17 @@ def grade_choice(answer: Any, spread: "Spread | Estimate", edges: Sequence[float
     if few:
         return Graded(Status.INCONCLUSIVE, mid, few)
     lo, hi = spread.quartiles
+    # a quartile that prints as an edge ("IQR 1.10x to ..." for 1.1021x) is graded as touching it, so that two
+    # spreads printed alike are never graded apart
+    touched = [e for e in edges if f(lo) == f(e) or f(hi) == f(e)]
     a, b = bucket(lo, edges, choices), bucket(hi, edges, choices)
-    if a != b:
-        cut = [e for e in edges if lo < e <= hi]
+    if a != b or touched:
+        cut = sorted({e for e in edges if lo < e <= hi} | set(touched))
+        crosses = any(lo < e <= hi for e in cut)
+        below, above = bucket(min(lo, min(cut) * 0.999), edges, choices), bucket(max(hi, max(cut)), edges, choices)
         return Graded(Status.INCONCLUSIVE, mid,
-                      f"the measurement, {spread.text(f)}, straddles "
-                      + _edges(cut, f) + f" between '{a}' and '{b}'")
+                      f"the measurement, {spread.text(f)}, " + ("straddles " if crosses else
+                      "reaches, as printed, ") + _edges(cut, f) + f" between '{below}' and '{above}'")
     return Graded(Status.HELD if answer == mid else Status.MISSED, mid, f"{spread.text(f)}, all inside '{mid}'")
 
 

@@ -292,12 +292,15 @@ def external(other) -> None:
             rest = b.paced_cpu_us - set_up
             side += (f". Of that CPU work, {us(set_up)} is the one-time set-up calls that diagnose names (long-call); "
                      f"without them it is {us(rest)}, "
-                     + ("still longer than the GPU's" if rest > b.busy_us else
+                     + ("still longer than the GPU's (in a recording held by set-up, part of that may be set-up "
+                        "too: weights initialised, memory reserved; a recording of steady steps would tell)"
+                        if rest > b.busy_us else
                         "shorter than the GPU's: the verdict rests on those one-time calls"))
         return widgets.verdict(
             answer == v, f"The GPU ran work {us(b.busy_us)} of the {us(b.window_us)} window. Its first work came "
             f"{us(lead)} into the window; from then on the CPU's own work (its ops and calls, not counting its waits "
-            f"for the GPU) took {us(b.paced_cpu_us)}: {side}, so <b>{v}</b>.{first}"
+            f"for the GPU) took {us(b.paced_cpu_us)}: {side}, so <b>{v}</b>" + (" as recorded" if set_up > 0 else "")
+            + f".{first}"
             + (" diagnose's own CPU-bound line counts less: only the GPU's idle time that no other finding's cause "
                "explains (each stretch of time is counted in one finding only)."
                if b.cpu_paced and any(f.rule == RuleId.CPU_BOUND for f in found[1:]) else "")

@@ -274,8 +274,8 @@ def waits(slow) -> None:
                                "CPU and the GPU made without <code>non_blocking=True</code> ends by synchronizing the "
                                "stream, and <code>torch.tensor(..., device=...)</code> from a Python list is made by "
                                "such a copy (its op is <code>aten::copy_</code>): the CPU waits until the copy, and "
-                               "whatever was queued before it on the stream, is done. A wait in the table is its op's "
-                               "length, the copy's own time included.",
+                               "whatever was queued before it on the stream, is done. A wait in the table runs from the "
+                               "copy call's start to the synchronize call's end, the copy's own time included.",
                                actual=_count_choice(len(lines)))
 
     widgets.ask("16.waits", "How many lines of this loop make the CPU wait for the GPU in every step?",
@@ -555,9 +555,9 @@ def _left(bench: Bench, final, fed: Comparison) -> None:
         lo, hi = r.quartiles
         if lo > 1.1:
             verdict = "inconclusive here: the input alone took longer per step than the whole step"
-            why = ("A part of the step cannot take longer than the step when both are timed the same way: running "
-                   "the input alone changes how it runs (a hypothesis, not measured: its workers have the cores to "
-                   "themselves, with no model to wait on). So this timing cannot say whether the input sets the "
+            why = ("A part of the step cannot take longer than the step when both are timed the same way: either "
+                   "running the input alone changes how it runs, or the timings drift between groups of rounds "
+                   "(hypotheses, not measured). So this timing cannot say whether the input sets the "
                    "fixed loop's pace; timing the loop with more workers would: if the step shortens, the input "
                    "was setting it.")
         elif lo >= 0.8:
