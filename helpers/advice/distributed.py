@@ -76,7 +76,8 @@ def _communication_bound(rows: list[RankRow], folder: bool = True,
         partial = world_size is not None and len(rows) < world_size  # the latest here may wait for one not here
         ev += [(f"{_who(x)} is the latest of the ranks recorded here: its {us(x.exposed_us)} is the transfer and its "
                 "waits for ranks not in this folder, which it cannot tell apart" if partial else
-                f"{_who(x)} is the straggler itself: its {us(x.exposed_us)} is the transfer and its own waits")
+                f"{_who(x)} is the rank the others wait for most: its {us(x.exposed_us)} is the transfer and its own "
+                "waits in the collectives it did not enter last")
                for x in bound if x.rank == straggler.rank]
         title = ("What remains once the straggler is fixed: collectives that run with no compute beside them" if leads
                  else "Waiting on communication: the GPU spends more time in collectives alone than computing")

@@ -347,8 +347,9 @@ def _memory_spike(c: Context) -> Finding | None:
     # (an op that never builds it) the project has not measured: no gain
     kernels = [k for op in calls for d in [op] + t.descendants(op) for k in t.gpu_work_of(d)]
     got = c.claimed(f, "the GPU time of the ops that made the large allocations (an op that never builds the "
-                       "temporaries, such as a matrix-product form, can save this and the work that reads them; "
-                       "computing them in chunks lowers the peak, not this time)",
+                       "temporaries, such as a matrix-product form, could save most of this and of the work that "
+                       "reads them, less its own cost, which no timing here gives; computing them in chunks lowers "
+                       "the peak, not this time)",
                     gpu=_spans(t, kernels)) \
         if kernels else None
     return got or f

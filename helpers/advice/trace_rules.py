@@ -379,8 +379,10 @@ def _in_collectives(c: Context) -> Finding | None:
         ev.append(f"the GPU also waited for the CPU {us(idle)} ({idle / w:.0%} of the window) between its work: not "
                   "sized here, since a rank whose collectives wait for the others gains from a quicker CPU only as "
                   "far as the slowest rank does (the folder's view says whether this rank is the one waited for)")
-    f = Finding(RuleId.INSIDE_COLLECTIVES, "Inside collectives: this rank's GPU mostly waits for the other ranks or "
-                "the network", Severity.ISSUE, ev,
+    # "over half": what the rule's threshold guarantees; whether the time is waiting or moving data, one rank's
+    # trace cannot tell
+    f = Finding(RuleId.INSIDE_COLLECTIVES, "Inside collectives: over half of this rank's window is in collectives "
+                "(waiting for the other ranks, or moving and reducing data)", Severity.ISSUE, ev,
                 "diagnose the folder of every rank's trace (python -m helpers diagnose FOLDER): it names the rank "
                 "the others wait for, if any, and what remains once it is fixed")
     return c.sized(f, b.collective_exposed_us, "collectives with nothing beside them")
