@@ -121,13 +121,14 @@ BURST_SHARE = 0.6
 
 def _per_step(spans: list[sf.LoaderSpan]) -> str:
     """'ProfilerStep#2: 9.4 ms, ProfilerStep#3: 9.1 ms': the DataLoader's time per step, each step once (with its
-    batches where a step holds several: a loop recorded as one step)."""
+    calls where a step holds several: a loop recorded as one step)."""
     by = _by_step(spans)
     batches: dict[str, int] = {}
     for s in spans:
         if s.step is not None:
             batches[s.step] = batches.get(s.step, 0) + 1
-    shown = [f"{k}: {us(v)}" + (f" in {batches[k]} batches" if batches.get(k, 0) > 1 else "")
+    # calls, not batches: the last __next__ of an epoch makes none (it ends the iteration)
+    shown = [f"{k}: {us(v)}" + (f" in {batches[k]} __next__ calls" if batches.get(k, 0) > 1 else "")
              for k, v in list(by.items())[:4]]
     return ", ".join(shown) + (" ..." if len(by) > 4 else "")
 
