@@ -13,6 +13,7 @@ from .. import facts
 from ..facts import kernel_kinds as kk
 from ..facts.text import us
 from ..facts.budget import FILL_MAX_US
+from ..facts.collectives import CPU_COLLECTIVE_PREFIXES
 from ..reader.spans import clipped, difference, intersection, merged, total
 from ..reader.trace import ANNOTATION, CPU_OP, DRIVER, RUNTIME, Trace
 from .findings import Context, Finding, Rule, Severity
@@ -338,7 +339,6 @@ def compile_tax(c: Context) -> Finding | None:
 IN_COLLECTIVES_SHARE = 0.5
 
 
-from ..facts.collectives import CPU_COLLECTIVE_PREFIXES  # noqa: E402  (one home for the labels)
 
 
 def _in_cpu_collectives(c: Context) -> Finding | None:

@@ -319,6 +319,7 @@ class Graded:
     status: Status  # HELD, MISSED or INCONCLUSIVE
     actual: Any  # the choice (or value) the median gives: what the room is told the measurement says
     why: str  # one sentence on the spread, in words (HTML-safe: numbers and words only)
+    too_few: bool = False  # inconclusive because too few samples were taken, not because of their spread
 
     @property
     def hit(self) -> bool | None:
@@ -355,7 +356,7 @@ def grade_choice(answer: Any, spread: "Spread | Estimate", edges: Sequence[float
     mid = bucket(spread.median, edges, choices)
     few = _too_few(spread)
     if few:
-        return Graded(Status.INCONCLUSIVE, mid, few)
+        return Graded(Status.INCONCLUSIVE, mid, few, too_few=True)
     lo, hi = spread.quartiles
     # a quartile that prints as an edge ("IQR 1.10x to ..." for 1.1021x) is graded as touching it, so that two
     # spreads printed alike are never graded apart
@@ -382,7 +383,7 @@ def grade_number(answer: float | None, spread: "Spread | Estimate", factor: floa
     f = fmt or _fmt(spread.unit)
     few = _too_few(spread)
     if few:
-        return Graded(Status.INCONCLUSIVE, spread.median, few)
+        return Graded(Status.INCONCLUSIVE, spread.median, few, too_few=True)
     lo, hi = spread.quartiles
 
     def ok(v: float) -> bool:
@@ -401,7 +402,7 @@ def grade_order(answer: Any, spreads: dict[Any, Spread], *, fmt: Callable[[float
     ranked = sorted(spreads, key=lambda k: spreads[k].median, reverse=True)
     few = next((_too_few(spreads[k]) for k in ranked if _too_few(spreads[k])), None)
     if few:
-        return Graded(Status.INCONCLUSIVE, ranked[0], few)
+        return Graded(Status.INCONCLUSIVE, ranked[0], few, too_few=True)
     top, second = ranked[0], ranked[1]
     f = fmt or _fmt(spreads[top].unit)
     lo_top, _ = spreads[top].quartiles

@@ -32,7 +32,7 @@ def reveal_box(qid: str, answer: Any, o: Any, unit: str | None = None, choices: 
         trace = html.escape(answer_text(o.actual, unit, choices))
     if getattr(o, "status", None) == Status.INCONCLUSIVE and said and trace:
         # an ungraded answer: say why, even where the median agrees with it
-        few = "too few to grade" in o.body  # (measure's words for a measurement of too few samples)
+        few = getattr(o, "too_few", False)
         first = (f"You said <b>{said}</b>; the measurement points to <b>{trace}</b> too, but it has too few samples "
                  "to grade" if said == trace and few else
                  f"You said <b>{said}</b>; the measurement points to <b>{trace}</b> too, but its spread reaches "

@@ -71,6 +71,8 @@ class Outcome:
     color: str = "#555"
     #: who says what the answer is, on the reveal's first line: the trace, or a timing made without the profiler
     said_by: str = "the trace"
+    #: inconclusive for too few samples, not for their spread (the reveal's first line says which)
+    too_few: bool = False
 
     @property
     def hit(self) -> bool | None:
@@ -444,7 +446,8 @@ def verdict(hit: bool | None, explanation: str, actual: Any = None, *, details: 
                    said_by=said_by)
 
 
-def inconclusive(explanation: str, actual: Any = None, *, recorded: str | None = None, rerun: bool = True) -> Outcome:
+def inconclusive(explanation: str, actual: Any = None, *, recorded: str | None = None, rerun: bool = True,
+                 too_few: bool = False) -> Outcome:
     """Say the measurement cannot grade the prediction: its spread is as wide as the effect asked about.
 
     Not held, not missed: the journal counts it apart. ``recorded`` (HTML)
@@ -457,7 +460,7 @@ def inconclusive(explanation: str, actual: Any = None, *, recorded: str | None =
                           "conclusive.</i>" if again else "")
     return Outcome(Status.INCONCLUSIVE, actual, rerun=again,
                    head="<b>&#8776; Inconclusive here: the noise is as large as the effect.</b>", body=body,
-                   details=recorded or "", color="#777")
+                   details=recorded or "", color="#777", too_few=too_few)
 
 
 def grade(g: Any, explanation: str, *, recorded: str | None = None, live: bool = True) -> Outcome:
@@ -468,7 +471,8 @@ def grade(g: Any, explanation: str, *, recorded: str | None = None, live: bool =
     """
     why = html.escape(g.why[:1].upper() + g.why[1:])
     if not g.conclusive:
-        return inconclusive(f"{why}. {explanation}", actual=g.actual, recorded=recorded, rerun=live)
+        return inconclusive(f"{why}. {explanation}", actual=g.actual, recorded=recorded, rerun=live,
+                            too_few=getattr(g, "too_few", False))
     return verdict(g.hit, explanation, actual=g.actual, details=f"{why}." + (f"<br>{recorded}" if recorded else ""),
                    said_by="the timing")
 
