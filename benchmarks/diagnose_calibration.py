@@ -92,9 +92,9 @@ ROWS = [
     Fix("train-fp32-foreach-syncs", "hidden-sync", "train-step", "four syncing lines", "fp32", "the syncs removed"),
     # notebook 14: the input pipeline
     Fix("input-w0", "input-bound", "input", "main process, pageable", "4 workers, pinned", "4 workers+pinned (+pageable)",
-        also=("pageable-copies",)),
+        also=("pageable-copies",), fitted="WORKERS_MEASURED"),
     Fix("input-w0-pin-nb", "input-bound", "input", "main process, pinned + non-blocking", "4 workers, pinned",
-        "four workers"),
+        "four workers", fitted="WORKERS_MEASURED"),
     # notebook 10: the same attention on a fused backend; the sdpa group times only the CPU's side of a call, so each
     # scenario's own unprofiled wall time per call (its .timing.json, timed in its own process, not interleaved)
     Fix("attn-sdpa-math1024", "math-attention", None, "", "attn-sdpa-flash1024", "flash backend",
