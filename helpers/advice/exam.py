@@ -230,7 +230,7 @@ def why(k: Key) -> str:
                    "removing the waits wins back (the GPU-bound note names no fix).")
     if f.gain is not None and f.severity == Severity.ISSUE:
         rest = ("; the other issues' fixes: " + ", ".join(
-            x.rule + (f" ({x.gain.figure()})" if x.gain is not None else "") for x in others)
+            x.rule + (f" ({x.gain.how_much()})" if x.gain is not None else "") for x in others)
             if others else "; every other finding is a note")
         out.append(f"It accounts for {f.amount}, and {f.gain.words()} ({f.gain.basis}){rest}: the fix that should "
                    "gain the most comes first.")

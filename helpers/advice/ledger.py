@@ -74,7 +74,7 @@ class Gain:
         """Whether the point figure prints as one end of a range wider than 10%."""
         return self.high / self.low > 1.1 and times(self.speedup) in (times(self.low), times(self.high))
 
-    def figure(self) -> str:
+    def how_much(self) -> str:
         """'about 2.1x', or the range, '1.09x to 1.19x', where the point figure is one of its ends."""
         return f"{times(self.low)} to {times(self.high)}" if self.at_an_end() else f"about {times(self.speedup)}"
 
@@ -99,7 +99,7 @@ class Gain:
             return f"without it {self.of} should be about {times(self.speedup)} shorter{span}"
         if self.at_an_end():
             # a point figure at one end of its range reads as a typical gain where it is a bound: the range alone
-            return (f"fixing this should make the step {self.figure()} faster"
+            return (f"fixing this should make the step {self.how_much()} faster"
                     + (" (the high end counting other fixes' gains too)" if self.high_shared else ""))
         return f"fixing this should make the step about {times(self.speedup)} faster{span}"
 
