@@ -59,9 +59,13 @@ def _finite(x: Any) -> Any:
     return x
 
 
-def _print_json(obj: Any) -> None:
+def _json_text(obj: Any) -> str:
     # ASCII only, so any terminal prints it; strict, so any JSON parser reads it.
-    print(json.dumps(_finite(obj), indent=1, default=str, allow_nan=False))
+    return json.dumps(_finite(obj), indent=1, default=str, allow_nan=False)
+
+
+def _print_json(obj: Any) -> None:
+    print(_json_text(obj))
 
 
 def _ranks(folder: str):
@@ -116,20 +120,25 @@ def _summarize(a: argparse.Namespace) -> int:
         return 0
     t = _read(a.trace, _prepare(".facts", ".facts.text", ".facts.roofline"))
     from .facts import summarize
-    from .facts.roofline import roofline, roofline_text
-    from .facts.text import summary_text
+    from .facts.roofline import roofline
 
     # the roofline in a forked process beside the summary, on a trace large enough for that to pay
     later = in_child(roofline, t, worth=len(t.ts) >= CHILD_FROM)
     s = summarize(t)
-    r = later()
-    if a.json:
-        out = s.to_json()
-        out["roofline"] = r.to_json(top=max(a.top, 50))
-        _print_json(out)
-    else:
-        print("\n".join([summary_text(s, top=a.top)] + roofline_text(r, top=a.top)))
+    print(summary_output(s, later(), as_json=a.json, top=a.top))
     return 0
+
+
+def summary_output(s, r, *, as_json: bool, top: int = 10) -> str:
+    """What ``summarize`` prints for summary ``s`` and roofline ``r``: the text, or one strict-JSON object."""
+    if as_json:
+        out = s.to_json()
+        out["roofline"] = r.to_json(top=max(top, 50))
+        return _json_text(out)
+    from .facts.roofline import roofline_text
+    from .facts.text import summary_text
+
+    return "\n".join([summary_text(s, top=top)] + roofline_text(r, top=top))
 
 
 def _diagnose(a: argparse.Namespace) -> int:

@@ -15,9 +15,10 @@ facts it builds on, this module imports no torch.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import facts
+from ..facts.collectives import world_size_of
 from ..facts.ranks import Ranks, read_ranks
 from ..reader.source import TraceError
 from ..reader.trace import read_trace
@@ -48,7 +49,20 @@ def diagnose(trace: Trace) -> list[Finding]:
     found = [f for f in (rule(ctx) for rule in RULES + rank_rules() if rule not in skip) if f is not None]
     if any(f.rule == RuleId.INSIDE_COLLECTIVES for f in found):  # the same time, said better for one rank
         found = [f for f in found if f.rule not in (RuleId.COMMUNICATION_BOUND, RuleId.LOW_OVERLAP)]
+    world = world_size_of(trace)
+    if ctx.budget.collectives and world != 1:  # one rank's gain is the job's only if the other ranks keep up
+        for f in found:
+            if f.gain is not None:
+                f.gain = replace(f.gain, basis=f.gain.basis + ONE_OF_RANKS.format(
+                    of=f"one rank of {world}" if world else "one rank of several"))
     return rank(found)
+
+
+#: said in the basis of every gain on one rank's trace (its GPU runs collectives)
+ONE_OF_RANKS = ("; this trace is {of}: in a job whose collectives wait for every rank, this rank's step shortens "
+                "only as far as the slowest rank's does, and part of its collective time may be its wait for the "
+                "others, which no fix on this rank removes (one trace cannot tell them apart: diagnose the folder of "
+                "every rank's trace)")
 
 
 @dataclass
@@ -115,19 +129,22 @@ def folder_text(d: FolderDiagnosis) -> str:
             + "\n".join(lines)) if lines else head
 
 
-def first_line(findings: list[Finding]) -> str:
-    """The one thing to look at first, in a line."""
+def first_line(findings: list[Finding], with_gain: bool = True) -> str:
+    """The one thing to look at first, in a line (``with_gain=False``: without what its fix should gain)."""
     if not findings:
         return "No rule of the cheat sheet applies to this trace."
     f = findings[0]
-    gain = f"; {f.gain.words()}" if f.gain is not None and f.severity == Severity.ISSUE else ""
+    gain = f"; {f.gain.words()}" if with_gain and f.gain is not None and f.severity == Severity.ISSUE else ""
     return f"Look first at: {f.title}" + (f" ({f.amount}{gain})" if f.amount else "") + "."
 
 
 #: how to read the list, printed under its first line
 LEGEND = ("(How to read this: an [issue] should win time back, and its second line says how much where the trace "
           "can size it; a [note] is "
-          "worth knowing, but its fix gains little here, or less than the profiler's own cost could explain. A share "
+          "worth knowing, but in this profiled run its fix gains little (under 5% of the step, or it holds under 5% of the "
+          "window where the gain cannot be sized) or less than the profiler's own cost could explain; where its fix "
+          "could gain more once the profiler is off, its second line says up to how much: time it without the "
+          "profiler. A share "
           "is a part of the recorded window, from the first profiler step (or, without steps, the first event) to "
           "the end of the last recorded activity (the step spans and the profiler's own span, which can end later, "
           "left out): "

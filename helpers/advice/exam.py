@@ -237,8 +237,9 @@ def why(k: Key) -> str:
     elif f.share is not None:
         most = all(x.share is None or x.share < f.share for x in k.findings[1:])
         out.append(f"It accounts for {f.amount}" + ("; every other finding is a note." if not others else
-                   "; the trace cannot size what its fix gains, and it comes first because it holds more of the "
-                   "window than any other finding." if most else
+                   "; the trace cannot size what its fix gains, so diagnose ranks it by its share (as if its fix "
+                   "halved that time: a place in the order, never printed), and it holds more of the window than any "
+                   "other finding." if most else
                    "; the trace cannot size what its fix gains, so diagnose ranks it by its share (as if its fix "
                    "halved that time: a place in the order, never printed), which puts it before the others.")
                    + (" It costs memory as well as that GPU time; how much of the time a fix would save (an op that "

@@ -204,7 +204,7 @@ class Context:
             return None
         f.size(us, self.budget.window_us, of, self.base)
         if waited > 0 and self.budget.cpu_paced:  # the share counts GPU idle time; the gain counts these too
-            basis += (f"; the CPU sets the pace, and it also waited {us_text(waited)} while the GPU ran other work "
+            basis += (f"; as recorded the CPU sets the pace, and it also waited {us_text(waited)} while the GPU ran other work "
                       "than the copies it waited for: the high end takes that time out of the step too, which it "
                       "leaves only if the values can be read later rather than waited for (the trace cannot show "
                       "whether they can; the share counts only the GPU's idle time)"

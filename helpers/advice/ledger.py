@@ -175,9 +175,11 @@ class Ledger:
             paced = gpu_step / max(gpu_step - saved_gpu, 1e-9)
         if gpu_us and paced > high:
             high, high_if = paced, ""
-            basis += ("; as recorded, the CPU's own work (which the profiler inflates) sets the pace and stops the "
-                      "gain; the high end: the GPU's own time, cut by the fix, setting it (that end takes in what "
-                      "the CPU-side findings' fixes would win too)")
+            basis += ("; as recorded, the CPU's own work is the longer side: the step cannot get shorter than that "
+                      "work, which holds the point figure down; without the profiler that work may be "
+                      "shorter (the profiler adds to it, by an amount the trace cannot show), and the GPU's share of "
+                      "the step larger: the high end is the GPU's own time, cut by the fix, setting the pace (that "
+                      "end takes in what the CPU-side findings' fixes would win too)")
         mid, low = w / after(c.mid, g.mid), w / after(c.low, g.low)
         if gpu_us and not b.cpu_paced and b.busy_us + b.queued_us > 0:
             # A GPU-side fix where the GPU sets the pace: Amdahl on the GPU's time, the share the fix's work holds of

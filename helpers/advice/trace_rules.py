@@ -281,7 +281,7 @@ def _compiled_frames(c: Context) -> Finding | None:
     if c.once("compile tax", lambda: None) is not None:
         return None
     return Finding(RuleId.COMPILE_CACHE_HITS, "torch.compile: one graph, reused every call", Severity.NOTE,
-                   [f"{n} x CompiledFxGraph {h} (the same graph every call: cache hits)"
+                   [f"{n} x CompiledFxGraph {h} (the same compiled graph run at every call)"
                     for h, n in comp.graph_hashes.items()],
                    "nothing to fix; read the generated code under /tmp/torchinductor_<user>/ to see what was fused")
 
@@ -319,8 +319,9 @@ def compile_tax(c: Context) -> Finding | None:
               "not in this trace (on the series' 64 x 64 call eager was quicker than compiling it, with or without "
               "CUDA graphs: notebook 08)")
     graphs = graph_phase(c) == "replay"
-    f = Finding(RuleId.COMPILE_TAX, "Launch-bound even compiled: each compiled call costs more CPU time than the GPU "
-                "work it launches", Severity.NOTE if one else Severity.ISSUE, ev,
+    f = Finding(RuleId.COMPILE_TAX, "Launch-bound even compiled: "
+                + ("the one compiled call recorded costs" if one else "each compiled call costs")
+                + " more CPU time than the GPU work it launches", Severity.NOTE if one else Severity.ISSUE, ev,
                 "give each call more work (larger batches, or more of the program in one graph)"
                 + (" (this run replays CUDA graphs already: mode='reduce-overhead' is on)" if graphs else
                    ", or replay it as a CUDA graph (mode='reduce-overhead')")
@@ -379,13 +380,13 @@ def _in_collectives(c: Context) -> Finding | None:
         ev.append(f"the GPU also waited for the CPU {us(idle)} ({idle / w:.0%} of the window) between its work: not "
                   "sized here, since a rank whose collectives wait for the others gains from a quicker CPU only as "
                   "far as the slowest rank does (the folder's view says whether this rank is the one waited for)")
-    # "over half": what the rule's threshold guarantees; whether the time is waiting or moving data, one rank's
-    # trace cannot tell
-    f = Finding(RuleId.INSIDE_COLLECTIVES, "Inside collectives: over half of this rank's window is in collectives "
-                "(waiting for the other ranks, or moving and reducing data)", Severity.ISSUE, ev,
+    # whether the time is waiting or moving data, one rank's trace cannot tell
+    f = Finding(RuleId.INSIDE_COLLECTIVES, f"Inside collectives: {b.collective_us / c.budget.window_us:.0%} of this "
+                "rank's window is in collectives (waiting for the other ranks, or moving and reducing data)",
+                Severity.ISSUE, ev,
                 "diagnose the folder of every rank's trace (python -m helpers diagnose FOLDER): it names the rank "
                 "the others wait for, if any, and what remains once it is fixed")
-    return c.sized(f, b.collective_exposed_us, "collectives with nothing beside them")
+    return c.sized(f, b.collective_exposed_us, "the part of that time with no other GPU work beside the collectives")
 
 
 def in_collectives(c: Context) -> bool:

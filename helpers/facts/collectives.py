@@ -357,4 +357,5 @@ def find_straggler(ranks: list[int], matched: list[Match]) -> Straggler:
         return none(f"{who} waits least, but entered last in only {lasts[c]} of {len(matched)} matched collectives: "
                     "waiting and arrival do not point at one rank")
     return Straggler(ranks[c], f"{who} entered last in {lasts[c]} of {len(matched)} matched collectives "
-                               f"(median {us(lates[c])} after the first rank); {waited}", wait, lasts, lates)
+                               f"(over all {len(matched)}, a median of {us(lates[c])} after the first rank); {waited}", wait,
+                     lasts, lates)

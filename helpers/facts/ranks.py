@@ -286,8 +286,8 @@ def ranks_text(r: Ranks, top: int = 10) -> str:
         for x in r.ranks:
             arrival = ""
             if x.last_arrivals is not None:
-                arrival = (f"; entered last in {x.last_arrivals} of {len(r.matched)} (by > {NOISE_PER_COLLECTIVE_US:g} us), median "
-                           f"{us(x.median_late_us)} after the first rank")
+                arrival = (f"; entered last in {x.last_arrivals} of {len(r.matched)} (by > {NOISE_PER_COLLECTIVE_US:g} us); over all "
+                           f"{len(r.matched)}, a median of {us(x.median_late_us)} after the first rank")
             out.append(f"  rank {x.rank}: waited {us(x.wait_us)} inside them (time beyond the quickest rank's; "
                        f"overlapping waits counted once){arrival}")
     who = f"rank {r.straggler.rank}" if r.straggler.rank is not None else "none"

@@ -581,10 +581,11 @@ def _left(bench: Bench, final, fed: Comparison) -> None:
                         "which side sets the pace without the profiler, this timing leaves open.")
     show.md(f"<p>From {_ms(first).median:.1f} ms to {_ms(last).median:.1f} ms a step"
             + (f" ({t.text()} shorter)" if t is not None else "") + ". What the trace of the fixed loop says now: "
-            + html.escape(diagnose.first_line(found))
+            + html.escape(diagnose.first_line(found, with_gain=not inflated))
             + (f" Verdict: <b>{html.escape(b.verdict)}</b>, GPU busy {b.gpu_busy_share:.0%} of the window."
                if b.verdict and b.gpu_busy_share is not None else "") + "</p>"
-            + (f"<p>{inflated.strip()} So diagnose's gain above, read from the profiled trace, may overstate what "
-               "a CPU-side fix wins without the profiler.</p>" if inflated else "") + drift + test
+            + (f"<p>{inflated.strip()} So the gain diagnose gives for it is left out here: read from the profiled "
+               "trace, it sizes a CPU side the profiler lengthened, and may overstate what a CPU-side fix wins "
+               "without the profiler.</p>" if inflated else "") + drift + test
             + (f"<details><summary>How this was measured</summary><p>{why.strip()}</p></details>"
                if why.strip() else ""))
