@@ -12,7 +12,7 @@ TORCH  ?= torch==2.13.0
 PORT   ?= 8888
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test test-unit test-notebooks test-runall test-browser screenshots test-ipywidgets7 preflight clean
+.PHONY: lab test test-unit test-notebooks test-other-gpus test-runall test-browser screenshots test-ipywidgets7 preflight clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv --system-site-packages $(VENV)
@@ -52,8 +52,8 @@ endef
 
 # Recorded mode and default answers: what CI checks, the same on every machine.
 # The two suites side by side (--output-sync prints each suite's output whole, when it ends): the notebooks' kernels
-# (nbval) on one core; on the other the unit tests in one process, the notebooks on simulated GPUs starting in its
-# background and taking two workers once the unit tests are done (tests/conftest.py). On two cores this packs the
+# (nbval) on one core; on the other the unit tests in one process, the T4's simulated runs (SIMULATED_GPUS=quick, below)
+# starting in its background and taking two workers once the unit tests are done (tests/conftest.py). On two cores this packs the
 # work tighter than pytest-xdist beside nbval and then the simulated GPUs (a fresh clone's make test took 6 min 28 s
 # that way, 2026-12-01).
 # PREPARE runs once first, so that the two suites do not both write the bytecode.
@@ -64,8 +64,16 @@ endef
 READER_TESTS := tests/test_robustness.py
 test: $(STAMP)
 	$(PREPARE)
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-unit test-notebooks \
+	SIMULATED_GPUS=quick $(MAKE) --no-print-directory -j2 --output-sync=target test-unit test-notebooks \
 	  UNIT_ARGS="tests $(addprefix --ignore=,$(READER_TESTS))" AFTER_NBVAL="$(READER_TESTS)"
+
+# Every notebook on every simulated GPU (tests/test_other_gpus.py): make test runs only the T4's runs of the notebooks
+# whose code depends on the GPU (SIMULATED_GPUS=quick), .ci/run all of them after it: the rest is a third run of the
+# series, about 250 CPU-seconds, which took make test past six minutes on two cores.
+test-other-gpus: $(STAMP)
+	$(PREPARE)
+	IPYTHONDIR=$(CURDIR)/.cache/ipython PROFILING_MODE=recorded PROFILING_HEADLESS=1 HYPOTHESIS_PROFILE=ci \
+	  $(PY) -m pytest -q -p no:cacheprovider -p no:benchmark tests/test_other_gpus.py
 
 # HYPOTHESIS_PROFILE=ci: the property tests run the same examples every time (tests/conftest.py).
 # IPYTHONDIR: the kernels the tests start log errors only (helpers/classroom/lab_setup.py says why)

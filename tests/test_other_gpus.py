@@ -13,7 +13,8 @@ simulate). Per run:
 (d) every multiple-choice question offers at least two choices, none empty, none twice.
 
 What runs where, to fit ``make test`` on two cores: the T4 runs every notebook (it is where the dtype and the
-SDPA backends change). ``make test-notebooks`` runs them after the notebooks themselves; ``make test`` in the
+SDPA backends change). ``make test-other-gpus`` (run by ``.ci/run``) and ``make test-notebooks`` run every case;
+``make test`` only the T4's runs of the notebooks whose code depends on the GPU (``SIMULATED_GPUS=quick``), in the
 background of the unit tests (the Makefile says why). The A100 runs only the notebooks whose code depends on the
 GPU, the L4 two of them
 (:data:`L4_NOTEBOOKS`)
@@ -28,6 +29,7 @@ the branch's report.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -101,9 +103,14 @@ L4_NOTEBOOKS = ("09", "10")
 
 # A notebook that reads the recorded set on every machine (the exam) runs the same on every GPU: its banner's live
 # wording is checked by its own tests, and a simulated run of it (2.5 minutes of the suite) would test nothing more.
-CASES = ([("T4", p) for p in NOTEBOOKS if p.name[:2] not in RECORDED_EVERYWHERE]
-         + [("L4", p) for p in NOTEBOOKS if depends_on_the_gpu(p) and p.name[:2] in L4_NOTEBOOKS]
-         + [("A100", p) for p in NOTEBOOKS if depends_on_the_gpu(p)])
+ALL_CASES = ([("T4", p) for p in NOTEBOOKS if p.name[:2] not in RECORDED_EVERYWHERE]
+             + [("L4", p) for p in NOTEBOOKS if depends_on_the_gpu(p) and p.name[:2] in L4_NOTEBOOKS]
+             + [("A100", p) for p in NOTEBOOKS if depends_on_the_gpu(p)])
+#: SIMULATED_GPUS=quick (make test): the T4 on the notebooks whose code depends on the GPU, where its fp16 and its
+#: SDPA backends change what runs; the rest (every notebook on the T4, the L4's and the A100's runs, about 250
+#: CPU-seconds) in make test-other-gpus, which .ci/run runs after make test
+QUICK = os.environ.get("SIMULATED_GPUS", "all") == "quick"
+CASES = [(g, p) for g, p in ALL_CASES if g == "T4" and depends_on_the_gpu(p)] if QUICK else ALL_CASES
 
 
 @pytest.fixture(scope="session")
