@@ -269,7 +269,7 @@ def test_the_exam_is_scored_apart_from_the_lessons(tmp_path, monkeypatch):
     journal.record(bound, "a", True)
     journal.record(fix, "b", False)
     lessons = widgets._board_html()
-    assert "1 of 1 held" in lessons and f"<td>{exam.NOTEBOOK}</td>" not in lessons
+    assert "1 of the 1 graded held" in lessons and f"<td>{exam.NOTEBOOK}</td>" not in lessons
     assert "scored apart: 1 of 2 held" in lessons
     board = widgets._board_html(exam.NOTEBOOK)
     assert "1 of 2 held" in board and fix in board and "02.gpu-share" not in board

@@ -260,7 +260,7 @@ def test_the_scoreboard_has_no_button_headless(journal_file, monkeypatch):
     journal.record("01.a", "x", True)
     widgets.scoreboard()
     (table,) = shown
-    assert "1 of 1 held" in table.data
+    assert "1 of the 1 graded held" in table.data
 
 
 def _click(box, choice):
@@ -307,7 +307,7 @@ def test_the_scoreboard_updates_as_answers_lock(journal_file, monkeypatch):
                and type(x.children[1]).__name__ == "RadioButtons")
     n = len(shown)
     _click(box, "a")
-    assert any("1 of 1 held" in getattr(x, "data", "") for x in shown[n:])  # the board redrew itself
+    assert any("1 of the 1 graded held" in getattr(x, "data", "") for x in shown[n:])  # the board redrew itself
 
 
 def test_an_inconclusive_reveal_is_counted_apart_and_regraded_on_a_rerun(journal_file, monkeypatch):

@@ -196,8 +196,10 @@ class Ledger:
                 return gpu_step / max(gpu_step - cut, floor, 1e-9)
             capped = on_gpu(g.mid, cpu_floor_paced) < on_gpu(g.mid) * 0.99
             mid, high, low = max(mid, on_gpu(g.mid, cpu_floor_paced)), max(high, on_gpu(g.high)), min(low, mid)
-            basis += (f"; Amdahl's law on the GPU's time, which sets the pace here (the step shrinks by what the "
-                      f"fix saves of that time, no more); the low end: that GPU work {g.low:g}x "
+            basis += (f"; Amdahl's law on the GPU's time, which sets the pace here (the point figure and the high "
+                      "end: the GPU's busy time, with any idle while its next work was already queued, shorter by what the "
+                      "fix saves of it, no more); the "
+                      f"low end: that GPU work {g.low:g}x "
                       "faster, on the recorded window, where the time before the first GPU work and the CPU's own "
                       "work stay")
             if capped:  # the profiled CPU's own work stops the point figure; without the profiler it may be shorter

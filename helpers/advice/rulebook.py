@@ -191,7 +191,7 @@ ROWS: tuple[Row, ...] = (
         means='the work moved inside one library call the profiler cannot split; fewer kernels need not mean less '
               'CPU time',
         tries='compare CPU and GPU time per call across backends: the ranking differs by GPU (the series review: '
-              "flash fastest in the article's run; cuDNN fastest on the H200 reference set)",
+              "flash fastest in the article's run; cuDNN fastest by GPU time per call on the H200 reference set)",
         rules=(), where='(per-call times)', notebooks=('10',)),
     Row(
         you_see='`autograd::engine::evaluate_function: AddmmBackward0` and its kin on a second CPU thread '

@@ -580,8 +580,8 @@ def _board_html(only: str | None = None) -> str:
     unsure = sum(r.inconclusive for r in rows)
     body = "".join(f"<tr><td>{r.notebook}</td><td>{r.hits}</td><td>{r.misses}</td><td>{r.inconclusive}</td></tr>"
                    for r in rows)
-    return (f"<p><b>Your predictions so far:</b> {held} of {graded} held"
-            + (f"; {unsure} inconclusive (a timing within its noise: graded neither way)" if unsure else "")
+    return (f"<p><b>Your predictions so far:</b> {held} of the {graded} graded held"
+            + (f"; {unsure} more inconclusive (a timing within its noise: graded neither way)" if unsure else "")
             + f" (journal: <code>{html.escape(str(journal.path()))}</code>; your first answer to each question "
             "counts)</p>"
             "<table><tr><th>notebook</th><th>held</th><th>missed</th><th>inconclusive</th></tr>" + body + "</table>"

@@ -181,10 +181,12 @@ def _other_timing(eager, compiled, s_e: float, s_c: float) -> str:
     o_c = Estimate.of(compiled.cpu_per_call).mid / compiled.timing.host.median
     if max(abs(math.log(o_e / s_e)), abs(math.log(o_c / s_c))) < math.log(1.15):
         return ""
-    return (f" Each recording also timed its call without the profiler in its own process, apart: over those "
-            f"medians the stretches are {o_e:.2f}x and {o_c:.2f}x. Two unprofiled timings of the same call that "
-            "disagree this much say the call's own time moved between them, so how much the profiler adds here is "
-            "uncertain: the figures above are one reading, not the profiler's fixed price.")
+    return (" Each recording also timed its call without the profiler, in its own process, and those timings "
+            f"disagree with the ones above: over their medians the profiled call takes {o_e:.2f}x (eager) and "
+            f"{o_c:.2f}x (compiled) of the unprofiled one"
+            + (", below 1x where no profiler can make a call quicker" if min(o_e, o_c) < 1 else "")
+            + ". So the call's own time moved between the timings, and how much the profiler adds here is "
+            "uncertain: the stretches above are one reading, not the profiler's fixed price.")
 
 
 def _events_per_step(run) -> float:
