@@ -478,6 +478,12 @@ def _cpu_bound(c: Context) -> Finding | None:
         advice = ("the step already replays CUDA graphs (see graph-replay): what is left between launches is the "
                   "work outside the graphs; give each replay more work (a larger batch), or bring more of the step "
                   "into the graph (the ops between replays), and keep Python out of the hot loop")
+    elif c.summary.compiled.any:  # compiled already: fusing by torch.compile is done; its CUDA graphs are not
+        advice = ("the step runs compiled code already (its Torch-Compiled Region spans): give each launch more work "
+                  "(larger batches or tensors), replay the compiled code as CUDA graphs "
+                  "(torch.compile(mode='reduce-overhead'): one launch for many kernels, where the shapes stay fixed; it pays "
+                  "off only where it replaces many launches, and notebook 08 times a call where it did not), "
+                  "bring more of the step into the compiled graph, and keep Python out of the hot loop")
     else:
         advice = ("give each launch more work (larger batches or tensors), launch fewer kernels (fuse ops with "
                   "torch.compile, CUDA graphs: they pay off only where they replace many launches, since a compiled "

@@ -20,6 +20,7 @@ from ..facts.text import us
 from .findings import NOTE_BELOW, Context, Finding, Severity, rank
 from .ledger import Gain, Speedup, amdahl
 from .rulebook import RuleId
+from .sync_rules import TORCHREC_PIPELINE
 
 
 #: overlap below which the low-overlap rule speaks (when collectives are a real part of the GPU's time)
@@ -36,6 +37,31 @@ STRAGGLER_MINOR = 0.10
 # --- the rules ----------------------------------------------------------------------------
 
 _DDP = "https://pytorch.org/docs/stable/notes/ddp.html"
+#: collectives that exchange data point to point (an embedding all-to-all: TorchRec's SendRecv kernels), not DDP's
+#: reductions of gradients
+_EXCHANGE = ("sendrecv", "alltoall", "alltoallv", "alltoallbase", "send", "recv")
+
+
+def _overlap_advice(rows: list[RankRow], ddp: str) -> str:
+    """How to hide these ranks' collectives: ``ddp`` (DDP's all-reduce advice) unless most of their collective time
+    is a point-to-point exchange, which DDP's buckets do not touch."""
+    ops: dict[str, float] = {}
+    for x in rows:
+        for k, v in x.collective_ops.items():
+            ops[k] = ops.get(k, 0.0) + v
+    whole = sum(ops.values())
+    exchange = sum(v for k, v in ops.items() if k in _EXCHANGE)
+    if whole <= 0 or ops.get("allreduce", 0.0) >= 0.5 * whole:
+        return ddp
+    kinds = ", ".join(f"{k} {v / whole:.0%}" for k, v in sorted(ops.items(), key=lambda kv: -kv[1])[:3])
+    pipelined = ("an exchange such as a sharded embedding's all-to-all hides behind compute only where the training "
+                 "loop pipelines it (TorchRec's TrainPipelineSparseDist overlaps the next batch's input distribution "
+                 f"with this batch's forward and backward: {TORCHREC_PIPELINE})")
+    if exchange >= 0.5 * whole:
+        return (f"most of this collective time is a point-to-point exchange ({kinds} of the collectives' GPU time, by "
+                f"the ops that launched them), not DDP's gradient all-reduce: {pipelined}")
+    return (f"the collectives are of several kinds ({kinds} of their GPU time, by the ops that launched them): hide "
+            f"each where the program allows: {pipelined}; {ddp}")
 
 
 def _finding(*args: Any) -> Finding:
@@ -89,8 +115,8 @@ def _communication_bound(rows: list[RankRow], folder: bool = True,
                   "find out how much of it is waiting for another rank "
                   + ("(the straggler finding, if any, says who and how long) " if folder else
                      "(diagnose the folder of every rank's trace: the straggler rule) ") + "and how much is transfer; ")
-                 + "overlap collectives with compute (DDP launches each bucket's all-reduce during the backward "
-                 f"pass: {_DDP}); send fewer or larger messages")
+                 + _overlap_advice(bound, "overlap collectives with compute (DDP launches each bucket's all-reduce "
+                                          f"during the backward pass: {_DDP})") + "; send fewer or larger messages")
     worst = max(bound, key=lambda x: remains[x.rank] if named else x.exposed_us)
     f.size(remains[worst.rank] if named else worst.exposed_us, worst.window_us,
            "collective time with no compute beside it" + (", beyond its wait for later ranks" if named else ""),
@@ -117,9 +143,9 @@ def _low_overlap(rows: list[RankRow], covered: "Finding | None" = None) -> "Find
           f"{us(x.exposed_us)} did not" for x in low]
     f = _finding(RuleId.LOW_OVERLAP, "Collectives mostly run alone: under half of their time hidden behind compute",
                  Severity.ISSUE, ev,
-                 "start collectives while independent compute remains (async_op=True and wait() as late as "
-                 f"possible; DDP's gradient buckets, bucket_cap_mb: {_DDP}) and check that they run on their own "
-                 "stream")
+                 _overlap_advice(low, "start collectives while independent compute remains (async_op=True and "
+                                 f"wait() as late as possible; DDP's gradient buckets, bucket_cap_mb: {_DDP})")
+                 + " and check that they run on their own stream")
     worst = max(low, key=lambda x: x.exposed_us)
     f.size(worst.exposed_us, worst.window_us, "collective time with no compute beside it", _window_of(worst))
     if f.share is not None:
@@ -197,6 +223,12 @@ def _straggler(r: Ranks) -> "Finding | None":
                   f"after the next-latest rank: that much of the others' wait is for rank {s.rank} alone; the rest "
                   f"({us(max(lateness - alone_us, 0.0))} on average) is for other ranks that were late too")
         lateness = alone_us
+    started = _started_late(r, k, alone_us)
+    if started:
+        ev.append(started)
+        f.next = (f"the ranks' recordings began apart: record every rank from the same step (a profiler schedule "
+                    f"counted in steps, started on every rank at once), then look again; if rank {s.rank} still "
+                    "enters last, look at what it does before those collectives (its CPU side, its input)")
     before = max(x.window_us for x in r.ranks)
     f.size(max(lateness, 0.0), before, f"the other ranks' wait for rank {s.rank} alone in the matched collectives"
            + (" (some of that time their other GPU work ran beside them)" if gpu else ""),
@@ -245,6 +277,26 @@ def _straggler(r: Ranks) -> "Finding | None":
               + f", so no gain is sized, only a bound: the others' wait; were the delay gone, the job would be at most "
                 f"{bound:.2g}x faster")
     return f
+
+
+def _started_late(r: Ranks, k: int, late_us: float) -> str:
+    """Evidence where the straggler's lateness is mostly its recording starting later than the first rank's: the
+    first matched collective it entered last, the others already inside, while its own steps began as late."""
+    firsts = [m for m in r.matched if len(m.starts_us) == len(r.ranks) and m.starts_us[k] >= max(m.starts_us)]
+    if not firsts or late_us <= 0:
+        return ""
+    m = min(firsts, key=lambda x: min(x.starts_us))
+    j = min(range(len(m.starts_us)), key=m.starts_us.__getitem__)  # the rank that entered it first
+    late = m.starts_us[k] - m.starts_us[j]
+    offset = r.ranks[k].start_us - r.ranks[j].start_us
+    if late <= 0 or offset < 0.8 * late or late < 0.5 * late_us:
+        return ""
+    me, first = r.ranks[k].rank, r.ranks[j].rank
+    return (f"rank {me}'s recorded window began {us(offset)} after rank {first}'s, and it entered its first matched "
+            f"collective {us(late)} after rank {first}: from its own window's start it was not late "
+            f"({us(m.starts_us[k] - r.ranks[k].start_us)} to that collective, against rank {first}'s "
+            f"{us(m.starts_us[j] - r.ranks[j].start_us)}); most of its lateness lies before its recording began, "
+            "where the trace cannot show what delayed it")
 
 
 def diagnose_ranks(r: Ranks) -> list["Finding"]:

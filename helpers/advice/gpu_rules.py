@@ -10,7 +10,6 @@ the ledger's gain takes the CPU's own work as its floor.
 from __future__ import annotations
 
 import json
-import math
 import statistics
 from collections import Counter
 from dataclasses import replace
@@ -40,7 +39,7 @@ TF32_MEASURED = 4.5
 PAGEABLE_BYTES = 1 << 20
 #: the pinned copies' speed on the H200 reference set (notebook 14's 6 MiB batches: 28.4 GB/s in input-w0-pin-nb,
 #: 52.9 in input-w4-pin-nb, against 9.2 from pageable memory), for a trace that holds no pinned copy to compare with:
-#: its pageable copies sped up to these rates (their geometric mean for the point figure), not by the H200's ratio (a
+#: its pageable copies sped up to these rates (the slower one for the point figure), not by the H200's ratio (a
 #: machine whose pageable copies already run at 18.6 GB/s cannot gain 3.1x over its link)
 PINNED_GBS = 28.4
 PINNED_GBS_HIGH = 52.9
@@ -160,11 +159,10 @@ def _pageable_copies(c: Context) -> Finding | None:
         speed, how = Speedup(max(ratio, 1.0), max(ratio / 2, 1.0), ratio * 1.5), "as this trace's pinned copies ran"
     else:
         base = statistics.median(rates) if rates else 9.2
-        low, high = PINNED_GBS / base, PINNED_GBS_HIGH / base
-        ratio = math.sqrt(low * high)
+        ratio, high = PINNED_GBS / base, PINNED_GBS_HIGH / base  # the point: the slower of the two recordings
         speed = Speedup(max(ratio, 1.0), 1.0, max(high, 1.0))  # the low end: a link the pageable copies fill
         how = (f"at {PINNED_GBS:g} to {PINNED_GBS_HIGH:g} GB/s, as the H200 reference set's pinned copies ran in "
-               "notebook 14's two pinned recordings (the point figure between the two); how fast pinned copies run "
+               "notebook 14's two pinned recordings (the point figure at the slower one); how fast pinned copies run "
                "over this machine's host link the trace cannot show: a slower link than the H200 machine's gives "
                "less, and the low end is no gain, a link the pageable copies already fill")
     names = {x.name for x in pageable}

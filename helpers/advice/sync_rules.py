@@ -142,7 +142,11 @@ def hidden_sync(c: Context) -> Finding | None:
     if blocks:  # the waits sit in labelled blocks of their own: a fix that moves the waits shortens those too
         held = merged(sp for b in blocks.values() for sp in b)
         beyond = total(intersection(free, difference(held, spans)))
-        ev.append(f"the waits sit in the record_function block{'s' if len(blocks) > 1 else ''} "
+        inside = [x for x in found if x.annotation in blocks]
+        which = ("the waits sit" if len(inside) == len(found) else
+                 f"{len(inside)} of the {len(found)} waits ({us(sum(x.dur_us for x in inside))} of the "
+                 f"{us(sum(x.dur_us for x in found))} in the calls that wait) sit")
+        ev.append(f"{which} in the record_function block{'s' if len(blocks) > 1 else ''} "
                   f"{', '.join(repr(n) for n in sorted(blocks))}, "
                   f"{us(total(held))} of CPU time in all, a small part of each step; the GPU idle {us(beyond)} in "
                   "them beyond the waits' own stretches, counted here too: a fix that removes the waits (or reads "

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import re
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import filterfalse
 from typing import Any
 
@@ -113,6 +113,9 @@ class RankRow:
     #: in the window, time in which no CPU thread ran a recorded op, runtime or driver call (Python between ops,
     #: sleeping, waiting on I/O: what the profiler does not see)
     unrecorded_us: float = 0.0
+    start_us: float = 0.0  # the window's start on the shared clock (the ranks' own clocks aligned)
+    #: GPU time of its collectives by operation ("allreduce", "sendrecv", "alltoall": :func:`_op`), largest first
+    collective_ops: dict[str, float] = field(default_factory=dict)
 
     @property
     def exposed_share(self) -> float | None:
@@ -202,8 +205,13 @@ def rank_facts(trace: Trace, rank: int, shift_us: float = 0.0) -> tuple[RankRow,
     cpu_coll = [i for p in CPU_COLLECTIVE_PREFIXES for i in trace.indices(prefix=p) if not trace.is_gpu(i)]
     recorded = total(clipped(merged(list(vector.spans(trace, ops)) + [(trace.ts[i], trace.end_of(i))
                                                                       for i in cpu_coll]), lo, hi)) if ops else 0.0
+    by_op: dict[str, float] = {}
+    for j in coll:
+        op = _op(trace, j)
+        by_op[op] = by_op.get(op, 0.0) + trace.dur[j]
     row = RankRow(
-        rank=rank, path=str(trace.path), device=trace.device_name, window_us=b.window_us,
+        rank=rank, path=str(trace.path), device=trace.device_name, window_us=b.window_us, start_us=lo + shift_us,
+        collective_ops=dict(sorted(by_op.items(), key=lambda kv: -kv[1])),
         unrecorded_us=max(b.window_us - recorded, 0.0) if ops else 0.0,
         gpu_busy_us=b.gpu_busy_us, idle_us=max(b.window_us - b.gpu_busy_us, 0.0),
         idle_pct=100.0 * b.gpu_idle_share if b.gpu_idle_share is not None else None,

@@ -199,6 +199,7 @@ def read_ranks(folder: str | Path, each: Callable[[Trace, int], None] | None = N
         zero = min(x.origin_us for x in loaded if x.origin_us is not None)
         for x in loaded:
             shift = x.origin_us - zero if x.origin_us is not None else 0.0
+            x.row.start_us += shift
             for c in x.collectives:
                 c.start_us += shift
     rows = [x.row for x in loaded]
