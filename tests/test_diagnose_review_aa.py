@@ -86,3 +86,13 @@ def test_inside_collectives_gives_its_share_in_the_title():
     assert f.rule.value == "inside-collectives"
     share = int(re.search(r"Inside collectives: (\d+)% of this rank's window", f.title).group(1))
     assert share >= 50 and share / 100 > f.share
+
+
+def test_a_cpu_only_rank_with_most_of_its_window_unrecorded_is_told_so():
+    """Exam 9's rank 0, read alone, records no op for about 40 ms at the start of each step (two thirds of its
+    window): diagnose says so, where it used to find no rule; the rank inside its gloo collectives does not."""
+    exam9 = ROOT / "traces/exam/nvidia-h200/exam-9"
+    f = diagnosed(str(exam9 / "rank0.json"))[0]
+    assert f.rule.value == "not-recorded" and f.title.startswith("Time the profiler does not see")
+    assert f.share > 0.5 and "'train_step' in ProfilerStep#" in f.evidence[1]
+    assert all(not x.title.startswith("Time the profiler") for x in diagnosed(str(exam9 / "rank1.json")))

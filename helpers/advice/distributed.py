@@ -21,6 +21,7 @@ from .findings import NOTE_BELOW, Context, Finding, Severity, rank
 from .ledger import Gain, Speedup, amdahl
 from .rulebook import RuleId
 from .sync_rules import TORCHREC_PIPELINE
+from .trace_rules import UNRECORDED_SHARE  # a straggler's own trace: the same share as a rank read alone
 
 
 #: overlap below which the low-overlap rule speaks (when collectives are a real part of the GPU's time)
@@ -169,9 +170,6 @@ def _hidden(x: RankRow, exposed_us: float, basis: str) -> "Gain | None":
                 basis + f" ({us(free)} of compute is not beside a collective now)")
 
 
-#: a straggler whose own trace records no op for at least this share of its window is told so (exam-9's rank 0:
-#: two thirds of it); a few percent of any trace falls between ops
-UNRECORDED_SHARE = 0.2
 
 
 def _straggler(r: Ranks) -> "Finding | None":

@@ -314,10 +314,12 @@ ROWS: tuple[Row, ...] = (
         rules=(RuleId.GPU_BEHIND,), where=None, notebooks=('04',)),
     Row(
         you_see='Launch calls and copies on the CPU but no GPU lane; or GPU lanes and no ATen op; or one or two '
-                'kernels in all',
+                'kernels in all; or, with no GPU work, long stretches with no op on any CPU thread',
         means='**an activity not recorded**, or too little of it: the GPU (or the CPU) side of the recording is '
-              'missing or nearly empty, so the idle time cannot be read',
-        tries='`activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]`; check that CUPTI (or roctracer) loads',
+              'missing or nearly empty, so the idle time cannot be read; or the CPU ran what the profiler does not '
+              'record (Python between ops, a sleep, a wait on input)',
+        tries='`activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]`; check that CUPTI (or roctracer) loads; '
+              '`with_stack=True` records the Python between ops',
         rules=(RuleId.NOT_RECORDED,), where=None, notebooks=('01',)),
     Row(
         you_see='`cudaStreamBeginCapture`, `...GetCaptureInfo`, `capture_` labels; or `cudaGraphLaunch` with many '

@@ -13,7 +13,7 @@ from .. import facts
 from ..facts import kernel_kinds as kk
 from ..facts.text import us
 from ..facts.budget import FILL_MAX_US
-from ..facts.collectives import CPU_COLLECTIVE_PREFIXES
+from ..facts.collectives import CPU_COLLECTIVE_PREFIXES, unrecorded_us
 from ..reader.spans import clipped, difference, intersection, merged, total
 from ..reader.trace import ANNOTATION, CPU_OP, DRIVER, RUNTIME, Trace
 from .findings import Context, Finding, Rule, Severity
@@ -39,6 +39,9 @@ COMPILE_TAX_FACTOR = 2.0
 
 #: a trace with launches and at most this many pieces of GPU work holds too little to read a step's pace
 TOO_LITTLE = 2
+#: a trace with no GPU work whose CPU threads record no op for at least this share of its window is told so (exam
+#: 9's rank 0: two thirds of it); a few percent of any trace falls between ops
+UNRECORDED_SHARE = 0.2
 
 
 def _not_recorded(c: Context) -> Finding | None:
@@ -77,6 +80,10 @@ def _not_recorded(c: Context) -> Finding | None:
                     "active steps: notebook 03), so that the trace holds the steady step's GPU work")
         f.leads = True
         return f
+    quiet = unrecorded_us(t)
+    w = c.budget.window_us
+    if not work and not launches and quiet is not None and w > 0 and quiet >= UNRECORDED_SHARE * w:
+        return _unrecorded(c, quiet)
     if work and not t.indices((CPU_OP,)):
         return Finding(RuleId.NOT_RECORDED, "CPU activity not recorded: GPU work, but no ATen op on the CPU",
                        Severity.NOTE,
@@ -84,6 +91,27 @@ def _not_recorded(c: Context) -> Finding | None:
                         "trace, so the GPU's idle time cannot be put down to anything on the CPU"],
                        "profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]")
     return None
+
+
+def _unrecorded(c: Context, quiet: float) -> Finding:
+    """A trace with no GPU work whose CPU threads record no op for a large part of the window (exam 9's rank 0)."""
+    w = c.budget.window_us
+    ev = [f"no op, runtime call or CPU backend's collective is recorded on any CPU thread for {us(quiet)} of the "
+          f"{us(w)} window ({quiet / w:.0%}); the trace holds no GPU work"]
+    gaps = sorted(c.summary.gaps, key=lambda g: -g.gap_us)[:3]
+    if gaps and gaps[0].gap_us >= 0.1 * quiet:
+        ev.append("the longest waits from a label to its first op: " + ", ".join(
+            f"'{g.annotation}'" + (f" in {g.step}" if g.step else "") + f" {us(g.gap_us)} before {g.first_op}"
+            for g in gaps))
+    ev.append("the profiler records ops and calls, not the Python between them: this time is Python that launches "
+              "no op, a sleep, or a wait on input or another process, which the trace cannot tell apart")
+    f = Finding(RuleId.NOT_RECORDED, "Time the profiler does not see: no recorded op on any CPU thread for much of "
+                "the window", Severity.NOTE, ev,
+                "record again with with_stack=True (the profiler then records the Python functions that ran between "
+                "the ops too), or time the suspect part of the step by hand (time.perf_counter around it); in a job "
+                "of several ranks, diagnose the folder of every rank's trace: a rank that others wait for shows here")
+    f.leads = True
+    return c.sized(f, quiet, "time with no op recorded on any CPU thread")
 
 
 def _gpu_behind(c: Context) -> Finding | None:

@@ -184,6 +184,20 @@ def _op(trace: Trace, j: int) -> str:
     return word[:-4] if word.endswith("base") and len(word) > 4 else word
 
 
+def unrecorded_us(trace: Trace) -> float | None:
+    """Time in the window in which no CPU thread ran a recorded op, runtime or driver call, nor a CPU backend's
+    collective (Python between ops, sleeping, waiting on I/O: what the profiler does not see); None without ops."""
+    ops = trace.on_gpu((CPU_OP, RUNTIME, DRIVER), gpu=False)
+    if not len(ops):
+        return None
+    lo, hi = window(trace)
+    # a CPU backend's collective spans (gloo's) are recorded time too: a rank waiting inside them is not unrecorded
+    cpu_coll = [i for p in CPU_COLLECTIVE_PREFIXES for i in trace.indices(prefix=p) if not trace.is_gpu(i)]
+    recorded = total(clipped(merged(list(vector.spans(trace, ops)) + [(trace.ts[i], trace.end_of(i))
+                                                                      for i in cpu_coll]), lo, hi))
+    return max(balance(trace).window_us - recorded, 0.0)
+
+
 def rank_facts(trace: Trace, rank: int, shift_us: float = 0.0) -> tuple[RankRow, list[Collective]]:
     """One rank's row, and its collectives with starts on the shared clock (the trace's times plus ``shift_us``)."""
     b = balance(trace)
@@ -200,11 +214,7 @@ def rank_facts(trace: Trace, rank: int, shift_us: float = 0.0) -> tuple[RankRow,
     verdict = b.verdict
     if coll and b.gpu_busy_us > 0 and exposed / b.gpu_busy_us >= COMMUNICATION_BOUND_SHARE:
         verdict = COMMUNICATION_BOUND
-    ops = trace.on_gpu((CPU_OP, RUNTIME, DRIVER), gpu=False)
-    # a CPU backend's collective spans (gloo's) are recorded time too: a rank waiting inside them is not unrecorded
-    cpu_coll = [i for p in CPU_COLLECTIVE_PREFIXES for i in trace.indices(prefix=p) if not trace.is_gpu(i)]
-    recorded = total(clipped(merged(list(vector.spans(trace, ops)) + [(trace.ts[i], trace.end_of(i))
-                                                                      for i in cpu_coll]), lo, hi)) if ops else 0.0
+    quiet = unrecorded_us(trace)
     by_op: dict[str, float] = {}
     for j in coll:
         op = _op(trace, j)
@@ -212,7 +222,7 @@ def rank_facts(trace: Trace, rank: int, shift_us: float = 0.0) -> tuple[RankRow,
     row = RankRow(
         rank=rank, path=str(trace.path), device=trace.device_name, window_us=b.window_us, start_us=lo + shift_us,
         collective_ops=dict(sorted(by_op.items(), key=lambda kv: -kv[1])),
-        unrecorded_us=max(b.window_us - recorded, 0.0) if ops else 0.0,
+        unrecorded_us=quiet or 0.0,
         gpu_busy_us=b.gpu_busy_us, idle_us=max(b.window_us - b.gpu_busy_us, 0.0),
         idle_pct=100.0 * b.gpu_idle_share if b.gpu_idle_share is not None else None,
         self_cpu_us=b.self_cpu_us, compute_us=sum(e - s for s, e in comp_spans), collective_us=coll_time,
