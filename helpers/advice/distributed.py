@@ -291,9 +291,9 @@ def _started_late(r: Ranks, k: int, late_us: float) -> str:
         return ""
     me, first = r.ranks[k].rank, r.ranks[j].rank
     return (f"rank {me}'s recorded window began {us(offset)} after rank {first}'s, and it entered its first matched "
-            f"collective {us(late)} after rank {first}: from its own window's start it was not late "
-            f"({us(m.starts_us[k] - r.ranks[k].start_us)} to that collective, against rank {first}'s "
-            f"{us(m.starts_us[j] - r.ranks[j].start_us)}); most of its lateness lies before its recording began, "
+            f"collective {us(late)} after rank {first}: from its own window's start it took "
+            f"{us(m.starts_us[k] - r.ranks[k].start_us)} to reach that collective, against rank {first}'s "
+            f"{us(m.starts_us[j] - r.ranks[j].start_us)}; most of its lateness lies before its recording began, "
             "where the trace cannot show what delayed it")
 
 

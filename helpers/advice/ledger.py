@@ -75,7 +75,7 @@ class Gain:
         return self.high / self.low > 1.1 and times(self.speedup) in (times(self.low), times(self.high))
 
     def how_much(self) -> str:
-        """'about 2.1x', or the range, '1.09x to 1.19x', where the point figure is one of its ends."""
+        """'about 2.1x', or the range, '1.05x to 1.19x', where the point figure is one of its ends."""
         return f"{times(self.low)} to {times(self.high)}" if self.at_an_end() else f"about {times(self.speedup)}"
 
     def words(self) -> str:
