@@ -64,10 +64,12 @@ def test_waits_in_a_labelled_block_are_counted_as_the_part_they_are():
 
 
 def test_an_all_to_all_is_not_told_to_tune_ddp_buckets():
-    """trace_diff's exposed collectives are mostly an embedding all-to-all: the advice names pipelining it, not
-    DDP's bucket_cap_mb; an all-reduce job (the H200 pair) keeps DDP's advice."""
+    """trace_diff's exposed collectives are mostly an embedding all-to-all, in a loop TorchRec pipelines already (its
+    labels are in the trace): the advice says so, not DDP's bucket_cap_mb; an all-reduce job (the H200 pair) keeps
+    DDP's advice."""
     f = _by_rule(_external("hta_trace_diff_control_control.json.gz"))["low-overlap"]
-    assert "point-to-point exchange (alltoall" in f.next and "bucket_cap_mb" not in f.next
+    assert "exchanges data between ranks (all-to-all, send and receive: alltoall" in f.next
+    assert "bucket_cap_mb" not in f.next and "pipelined training loop's own" in f.next  # TorchRec's labels are there
     manual = diagnose_folder(ROOT / "traces/ranks/h200x2-manual").together
     assert any("bucket_cap_mb" in x.next for x in manual if x.rule.value == "low-overlap")
 

@@ -165,8 +165,9 @@ def _input_bound(c: Context) -> Finding | None:
         # (benchmarks/diagnose_calibration.py): 2.2x for the point, 1.5x to WORKERS_ASSUMED for the ends
         rates, basis = (WORKERS_MEASURED, 1.5, float(WORKERS_ASSUMED)), (
             f"{WORKERS_ASSUMED} workers making batches {WORKERS_MEASURED:g}x as fast, while the step runs (1.5x to "
-            f"{WORKERS_ASSUMED}x for the ends): on the H200 reference machine four workers made notebook 14's "
-            "loading-bound step 2.1x faster, timed without the profiler; how loading scales with workers on "
+            f"{WORKERS_ASSUMED}x for the ends; {WORKERS_MEASURED:g}x a figure fitted to the H200 reference machine, "
+            "where four workers made notebook 14's loading-bound step 2.13x faster, timed without the profiler, "
+            "2.55x with pinned copies too); how loading scales with workers on "
             "another machine the trace cannot show (the cores and the samples decide it: time the fix); the step "
             "then takes the longer of its other work and the faster loading")
     else:

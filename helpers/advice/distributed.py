@@ -55,12 +55,21 @@ def _overlap_advice(rows: list[RankRow], ddp: str) -> str:
     if whole <= 0 or ops.get("allreduce", 0.0) >= 0.5 * whole:
         return ddp
     kinds = ", ".join(f"{k} {v / whole:.0%}" for k, v in sorted(ops.items(), key=lambda kv: -kv[1])[:3])
-    pipelined = ("an exchange such as a sharded embedding's all-to-all hides behind compute only where the training "
-                 "loop pipelines it (TorchRec's TrainPipelineSparseDist overlaps the next batch's input distribution "
-                 f"with this batch's forward and backward: {TORCHREC_PIPELINE})")
+    labels = sorted({n for x in rows for n in x.pipeline})
+    if labels:  # the loop is pipelined already: the exchange stays exposed beside it
+        pipelined = (f"this trace's labels ({', '.join(repr(n) for n in labels)}) are TorchRec's pipelined training "
+                     f"loop's own ({TORCHREC_PIPELINE}): the pipeline runs already, and the exchange still has no "
+                     "compute beside it for that time; it can hide only behind the compute there is, so fewer or "
+                     "larger exchanges (more samples per rank) or a sharding that moves less data between ranks are "
+                     "what is left to try")
+    else:
+        pipelined = ("an exchange such as a sharded embedding's all-to-all hides behind compute only where the "
+                     "training loop pipelines it (TorchRec's TrainPipelineSparseDist overlaps the next batch's input "
+                     f"distribution with this batch's forward and backward: {TORCHREC_PIPELINE})")
     if exchange >= 0.5 * whole:
-        return (f"most of this collective time is a point-to-point exchange ({kinds} of the collectives' GPU time, by "
-                f"the ops that launched them), not DDP's gradient all-reduce: {pipelined}")
+        return (f"most of this collective time exchanges data between ranks (all-to-all, send and receive: {kinds} "
+                "of the collectives' GPU time, by the ops that launched them) rather than reducing it as DDP's "
+                f"gradient all-reduce does: {pipelined}")
     return (f"the collectives are of several kinds ({kinds} of their GPU time, by the ops that launched them): hide "
             f"each where the program allows: {pipelined}; {ddp}")
 
@@ -267,9 +276,16 @@ def _straggler(r: Ranks) -> "Finding | None":
                  f"{us(me.window_us)} window ({me.unrecorded_us / me.window_us:.0%}), "
                  + (f"the other ranks' {us(quiet_others)} (their median)" if len(r.ranks) > 2 else
                     f"the other rank's {us(quiet_others)}"))
+        unseen = me.unrecorded_us - quiet_others >= 0.5 * lateness
         quiet += (": Python between ops, sleeping or waiting on input the profiler does not see, one of them a "
-                  "hypothesis to test" if me.unrecorded_us - quiet_others >= 0.5 * lateness else
+                  "hypothesis to test" if unseen else
                   ": about as much, so that time alone does not tell the ranks apart")
+        if unseen and not started:  # the clue is the time no op covers, not its work: say where to look for it
+            f.next = (f"look at what rank {s.rank} runs between its ops before the collectives it enters last: its "
+                      "trace records no op there, so record again with with_stack=True (the Python functions that "
+                      "ran between the ops) or time that part of its step by hand (time.perf_counter)")
+    if not gpu and f.next.startswith(f"look at what rank {s.rank} does"):  # a CPU job: there is no GPU work to look at
+        f.next = f.next.replace("its GPU work, its CPU side, its input", "its CPU side, its input")
     ev.append(why + (" (its ops, its input, or time no op recorded)" if not gpu else
                      " (its CPU side, its input, or something before the recording)") + quiet
               + f", so no gain is sized, only a bound: the others' wait; were the delay gone, the job would be at most "

@@ -272,9 +272,9 @@ def why(k: Key) -> str:
     if f.rule in GPU_SIDE and RuleId.GPU_BOUND in rules:  # the GPU sets the pace
         pk = roofline.peaks(k.gpu)
         roofs = pk.compute_tflops if pk else {}
-        faster = (f" ({k.gpu}'s datasheet: {roofs[roofline.ROOF_TF32]:g} TFLOP/s on TF32 tensor cores, "
-                  f"{roofs[roofline.ROOF_16]:g} in 16 bits, against {roofs[roofline.ROOF_FP32]:g} on the FP32 CUDA "
-                  "cores)" if f.rule == RuleId.FP32_GEMM and {roofline.ROOF_TF32, roofline.ROOF_16, roofline.ROOF_FP32}
+        faster = (f" ({k.gpu}'s datasheet, dense figures (half the 'with sparsity' ones it prints for tensor "
+                  f"cores): {roofs[roofline.ROOF_TF32]:g} TFLOP/s on TF32 tensor cores, {roofs[roofline.ROOF_16]:g} "
+                  f"in 16 bits, against {roofs[roofline.ROOF_FP32]:g} on the FP32 CUDA cores)" if f.rule == RuleId.FP32_GEMM and {roofline.ROOF_TF32, roofline.ROOF_16, roofline.ROOF_FP32}
                   <= set(roofs) else "")
         out.append(f"The GPU sets the pace here (GPU-bound), so faster GPU work shortens the step{faster}.")
     if f.rule == RuleId.STRAGGLER:

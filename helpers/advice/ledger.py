@@ -74,8 +74,15 @@ class Gain:
         """Whether the point figure prints as one end of a range wider than 10%."""
         return self.high / self.low > 1.1 and times(self.speedup) in (times(self.low), times(self.high))
 
+    def alone_at_low(self) -> bool:
+        """Whether the point figure is the low end and the high end counts other fixes' gains: the fix alone gives
+        the point, the rest is the other fixes'."""
+        return self.high_shared and self.at_an_end() and times(self.speedup) == times(self.low)
+
     def how_much(self) -> str:
         """'about 2.1x', or the range, '1.05x to 1.19x', where the point figure is one of its ends."""
+        if self.alone_at_low():
+            return f"about {times(self.speedup)} alone, up to {times(self.high)} with the other fixes' gains"
         return f"{times(self.low)} to {times(self.high)}" if self.at_an_end() else f"about {times(self.speedup)}"
 
     def words(self) -> str:
@@ -97,6 +104,9 @@ class Gain:
                 return (f"without it {self.of} should be at least {times(self.low)} shorter (most of this recording "
                         "is this one-time cost: a figure for this recording, not for a step of the loop)")
             return f"without it {self.of} should be about {times(self.speedup)} shorter{span}"
+        if self.alone_at_low():  # the fix's own gain first; its high end is the other fixes' too
+            return (f"fixing this alone should make the step about {times(self.speedup)} faster; with what the other "
+                    f"findings' fixes win too, up to {times(self.high)}")
         if self.at_an_end():
             # a point figure at one end of its range reads as a typical gain where it is a bound: the range alone
             return (f"fixing this should make the step {self.how_much()} faster"

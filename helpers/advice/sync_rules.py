@@ -13,6 +13,7 @@ import re
 import statistics
 
 from ..facts import step_facts as sf
+from ..facts.collectives import pipeline_labels
 from ..facts.text import nbytes, us
 from ..reader.spans import Spans, difference, intersection, merged, total
 from ..reader.trace import ANNOTATION, MEMCPY
@@ -91,10 +92,10 @@ def hidden_sync(c: Context) -> Finding | None:
     ordered = sorted(groups, key=lambda k: -idle_of[k])
     steps_with = {s.step for s in found if s.step}
     if c.summary.steps:
-        head = (f"{len(found)} waits for the GPU inside the recorded steps "
+        head = (f"{len(found)} wait{'s' if len(found) != 1 else ''} for the GPU inside the recorded steps "
                 f"(in {len(steps_with)} of {len(c.summary.steps)} steps)")
     else:  # no ProfilerStep#N: the waits are counted over the whole trace, the profiler's closing one left out
-        head = f"{len(found)} waits for the GPU in the trace (it has no profiler steps to place them in)"
+        head = f"{len(found)} wait{'s' if len(found) != 1 else ''} for the GPU in the trace (it has no profiler steps to place them in)"
     ev = [head + f", {us(sum(s.dur_us for s in found))} in the calls that wait"]
     ev += [_group_text(groups[k], idle_of[k]) for k in ordered[:5]]
     if len(ordered) > 5:  # the rest said, not dropped: a cause with little GPU idle can hold long waits
@@ -102,13 +103,19 @@ def hidden_sync(c: Context) -> Finding | None:
         n = sum(len(groups[k]) for k in rest)
         waited_rest = sum(x.dur_us for k in rest for x in groups[k])
         big = max(rest, key=lambda k: sum(x.dur_us for x in groups[k]))
-        ev.append(f"{len(rest)} more cause{'s' if len(rest) != 1 else ''}, {n} waits, {us(waited_rest)} in the calls "
+        ev.append(f"{len(rest)} more cause{'s' if len(rest) != 1 else ''}, {n} wait{'s' if n != 1 else ''}, {us(waited_rest)} in the calls "
                   f"that wait (the most: {_group_text(groups[big], idle_of[big])})")
     # the tips in the order of the groups' cost: the costliest waits' fix first
     tips: list[str] = []
+    piped = pipeline_labels(c.trace)
 
     def tip(s: sf.Sync) -> str | None:
         if library_exchange(s.annotation):
+            if piped:
+                return (f"the waits in a library's exchange (its '## ... ##' labels) are the library's, and this "
+                        f"trace's labels ({', '.join(repr(n) for n in piped)}) show its pipelined training loop "
+                        f"running already ({TORCHREC_PIPELINE}): what is left is to wait less often (fewer, larger "
+                        "exchanges) or to find why the pipeline still waits here")
             return ("the waits in a library's exchange (its '## ... ##' labels) are the library's: its pipelined "
                     "training loop, if it has one, may hide them behind compute (TorchRec's TrainPipelineSparseDist, "
                     "for one, overlaps the next batch's input distribution with this batch's forward and backward: "

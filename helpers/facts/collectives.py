@@ -45,7 +45,7 @@ from .text import us
 from ..reader import vector
 from ..reader.spans import merged, total
 from ..reader.spans import clipped
-from ..reader.trace import CPU_OP, DRIVER, RUNTIME, Trace
+from ..reader.trace import ANNOTATION, CPU_OP, DRIVER, RUNTIME, Trace
 
 
 #: exposed collective time over GPU busy time at or above which a rank is communication-bound
@@ -116,6 +116,8 @@ class RankRow:
     start_us: float = 0.0  # the window's start on the shared clock (the ranks' own clocks aligned)
     #: GPU time of its collectives by operation ("allreduce", "sendrecv", "alltoall": :func:`_op`), largest first
     collective_ops: dict[str, float] = field(default_factory=dict)
+    #: the TorchRec pipeline labels its trace holds (:func:`pipeline_labels`)
+    pipeline: list[str] = field(default_factory=list)
 
     @property
     def exposed_share(self) -> float | None:
@@ -184,6 +186,16 @@ def _op(trace: Trace, j: int) -> str:
     return word[:-4] if word.endswith("base") and len(word) > 4 else word
 
 
+#: the record_function labels TorchRec's pipelined training loops write themselves (TrainPipelineSparseDist and its
+#: variants, torchrec/distributed/train_pipeline): a trace that holds one runs such a pipeline already
+TORCHREC_PIPELINE_LABELS = ("## sparse_data_dist ##", "## start_sparse_data_dist ##", "## wait_sparse_data_dist ##")
+
+
+def pipeline_labels(trace: Trace) -> list[str]:
+    """The TorchRec pipeline labels this trace holds (empty: no sign of a pipelined training loop)."""
+    return [n for n in TORCHREC_PIPELINE_LABELS if trace.indices((ANNOTATION,), name=n)]
+
+
 def unrecorded_us(trace: Trace) -> float | None:
     """Time in the window in which no CPU thread ran a recorded op, runtime or driver call, nor a CPU backend's
     collective (Python between ops, sleeping, waiting on I/O: what the profiler does not see); None without ops."""
@@ -221,7 +233,7 @@ def rank_facts(trace: Trace, rank: int, shift_us: float = 0.0) -> tuple[RankRow,
         by_op[op] = by_op.get(op, 0.0) + trace.dur[j]
     row = RankRow(
         rank=rank, path=str(trace.path), device=trace.device_name, window_us=b.window_us, start_us=lo + shift_us,
-        collective_ops=dict(sorted(by_op.items(), key=lambda kv: -kv[1])),
+        collective_ops=dict(sorted(by_op.items(), key=lambda kv: -kv[1])), pipeline=pipeline_labels(trace),
         unrecorded_us=quiet or 0.0,
         gpu_busy_us=b.gpu_busy_us, idle_us=max(b.window_us - b.gpu_busy_us, 0.0),
         idle_pct=100.0 * b.gpu_idle_share if b.gpu_idle_share is not None else None,

@@ -395,9 +395,11 @@ def spreads(groups: dict[str, Sequence[float]], *, title: str = "", unit: str = 
     return fig
 
 
-def waterfall(stages: Sequence[tuple[str, Sequence[float]]], *, title: str = "", unit: str = "ms per step", ax=None):
+def waterfall(stages: Sequence[tuple[str, Sequence[float]]], *, title: str = "", unit: str = "ms per step", ax=None,
+              factors: Sequence[float] | None = None):
     """Step time stage by stage (a fix applied at each): a bar per stage at its median, a whisker over the middle
-    half of its samples, and the change from the stage before written between them."""
+    half of its samples, and the change from the stage before written between them (``factors``: those changes as
+    measured, one per stage after the first, e.g. the medians of round-by-round ratios; else the medians' ratio)."""
     import statistics
 
     plt = _plt()
@@ -417,7 +419,8 @@ def waterfall(stages: Sequence[tuple[str, Sequence[float]]], *, title: str = "",
         ax.plot([x, x], [q1, q3], color="#08306b", lw=2)
         ax.text(x, q3, f"{m:.3g}", ha="center", va="bottom", fontsize=8)
         if x and meds[-1]:
-            ax.annotate(f"{meds[-1] / m:.2f}x", ((x - 0.5), max(meds[-1], m) * 1.12), ha="center", fontsize=8,
+            change = factors[x - 1] if factors is not None and x - 1 < len(factors) else meds[-1] / m
+            ax.annotate(f"{change:.2f}x", ((x - 0.5), max(meds[-1], m) * 1.12), ha="center", fontsize=8,
                         color="#e6550d")
         meds.append(m)
     ax.set_xticks(range(len(stages)))

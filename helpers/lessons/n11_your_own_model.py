@@ -271,8 +271,10 @@ def exercise_batch32() -> None:
             cpu = ratio_range(c.timing.host, e.timing.host)
             gpu = gpu_calls.pairs(gpu_calls.per_call(c), gpu_calls.per_call(e), lambda a, b: a / b, "x")
             show.md(f"At batch 32, the compiled call's time over the eager one's (above 1x: compiled takes longer): "
-                    f"{cpu.text(_fmt_x)} on the CPU (unprofiled; the two were timed apart, so every pairing of their "
-                    f"blocks), {gpu.text(_fmt_x)} on the GPU; the verdicts: eager {e.summary.verdict}, compiled "
+                    f"{cpu.text(_fmt_x)} on the CPU (unprofiled; the two were timed apart, each in its own process, "
+                    "so every pairing of their blocks; timings made apart take in whatever the machine did between "
+                    "them, so a difference of a few tens of percent may be that drift, not compiling), "
+                    f"{gpu.text(_fmt_x)} on the GPU; the verdicts: eager {e.summary.verdict}, compiled "
                     f"{c.summary.verdict}. Compare each run's GPU per call with its CPU per call in the table: where "
                     "the GPU's is the larger, the GPU sets the pace, and a saving on the CPU's side shows less.")
 

@@ -256,7 +256,8 @@ def waits(slow) -> None:
                                            title=f"{slow.tag}: one step (the GPU lane is at the bottom)"))
         show.table(rows, ["line(s)", "code", "the trace's frames", "op around the wait", "runtime calls", "waits per step",
                           "each wait (median)",
-                          "GPU idle after it, to its next work, the DataLoader's time left out (median)"])
+                          "GPU idle from its end to the GPU's next work, the DataLoader's time left out (median; "
+                          "not all of it the wait's: what the CPU ran next counts too)"])
         frame = sites[0].frame if sites else None
         longest = max(sites, key=lambda s: statistics.median(s.waits)) if sites else None
         how = ""
@@ -421,7 +422,9 @@ class Bench:
         self.ratios.append(ratio)
         g = measure.grade_choice(None, ratio, STEP_EDGES, STEP_CHOICES)
         show.display_figure(plots.waterfall([(k, _ms(v).samples) for k, v in self.stages],
-                                            title="Wall time per step, fix by fix (no profiler; the factors: ratio of the bars' medians)"))
+                                            factors=[r.median for r in self.ratios],
+                                            title="Wall time per step, fix by fix (no profiler; the factors: the "
+                                                  "median of the round-by-round ratios, as the text gives them)"))
         show.md(f"<b>+ {html.escape(FIX_WORDS[fix])}</b>: the step {_ms(spread).text()}, {ratio.text()} shorter than "
                 f"the stage before, round by round: "
                 + (f"<b>{html.escape(g.actual)}</b>." if g.conclusive else
@@ -516,12 +519,13 @@ def feed() -> Comparison:
     return comparisons.measure("loop-feed")
 
 
-def what_is_left(bench: Bench, final, fed: Comparison) -> None:
-    """Before and after, what the fixed loop's trace says, and the test of whether its input sets the pace."""
-    _gated(LAST_AFTER, lambda: _left(bench, final, fed))
+def what_is_left(bench: Bench, final, fed: Comparison, alone: Comparison | None = None) -> None:
+    """Before and after, what the fixed loop's trace says, and the test of whether its input sets the pace
+    (``alone``: the first group's timing of the loop as written, for the whole gain's range)."""
+    _gated(LAST_AFTER, lambda: _left(bench, final, fed, alone))
 
 
-def _left(bench: Bench, final, fed: Comparison) -> None:
+def _left(bench: Bench, final, fed: Comparison, alone: Comparison | None = None) -> None:
     if len(bench.stages) < 2:
         show.md("Apply the fixes above first.")
         return
@@ -546,10 +550,14 @@ def _left(bench: Bench, final, fed: Comparison) -> None:
         a, o = _ms(last), _ms(fed.spread(FEED[0]))
         if a.quartiles[0] > o.quartiles[1] or o.quartiles[0] > a.quartiles[1]:
             lo_ms, hi_ms = sorted((a.median, o.median))
+            written = [_ms(first).median] + ([_ms(alone.spread(AS_WRITTEN)).median]
+                                             if alone is not None and AS_WRITTEN in alone.labels else [])
+            also = (f", and the loop as written {written[0]:.1f} ms and {written[1]:.1f} ms in two groups"
+                    if len(written) > 1 else "")
             drift = (f"<p>The fixed loop was timed in two groups of rounds: {a.median:.1f} ms and {o.median:.1f} ms "
-                     "a step, further apart than either group's IQR, so the time drifts between groups more than "
-                     f"one group's spread shows: the whole gain is about {_ms(first).median / hi_ms:.1f}x to "
-                     f"{_ms(first).median / lo_ms:.1f}x.</p>")
+                     f"a step, further apart than either group's IQR{also}, so the time drifts between groups more "
+                     f"than one group's spread shows: the whole gain is about {min(written) / hi_ms:.1f}x to "
+                     f"{max(written) / lo_ms:.1f}x.</p>")
     if all(k in fed.labels for k in FEED):
         r = fed.ratio(FEED[1], FEED[0])  # the input's time per step over the whole step's, round by round
         lo, hi = r.quartiles
