@@ -98,3 +98,21 @@ def test_a_cpu_only_rank_with_most_of_its_window_unrecorded_is_told_so():
     assert f.rule.value == "not-recorded" and f.title.startswith("Time the profiler does not see")
     assert f.share > 0.5 and "'train_step' in ProfilerStep#" in f.evidence[1]
     assert all(not x.title.startswith("Time the profiler") for x in diagnosed(str(exam9 / "rank1.json")))
+
+
+def test_copies_that_all_ran_before_the_first_kernel_are_called_set_up():
+    """AlexNet's 16 pageable copies (its layers' weights, 233 MiB) all end before its first kernel: most likely the
+    model moving to the GPU once, which the advice says before telling a loop to pin its batches."""
+    f = _by_rule(_external("hta_critical_path_alexnet_benchmark_result_2869224_1695835535_trace.json.gz"))[
+        "pageable-copies"]
+    assert any(e.startswith("all of them ran before the first kernel") for e in f.evidence)
+    assert f.next.startswith("if these are one-time copies")
+
+
+def test_the_generic_cpu_side_gain_is_a_hypothesis_ranked_by_its_low_end():
+    """No fix of this project was timed to halve a step's CPU work: CPU-bound's gain says 'as a hypothesis', and
+    the foreach training step puts fused AdamW (timed 1.19x) first."""
+    found = diagnosed(str(ROOT / "traces/reference/nvidia-h200/train-fp32-foreach_bf16_warm_eager.json"))
+    cpu = next(f for f in found if f.rule.value == "cpu-bound")
+    assert cpu.gain.hypothesis and cpu.gain.words().startswith("as a hypothesis")
+    assert found[0].rule.value == "unfused-optimizer" and cpu.gain.speedup > found[0].gain.speedup > cpu.gain.low

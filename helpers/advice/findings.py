@@ -225,7 +225,7 @@ def rank(found: list[Finding]) -> list[Finding]:
 
     An issue whose fix should make the step less than :data:`NOTE_BELOW_GAIN` times faster, or (one that cannot
     say) that accounts for less than :data:`NOTE_BELOW` of the window, is reported as a note. Issues come first,
-    by their expected gain; one that cannot size its gain is placed as if its fix halved the time it accounts for
+    by their expected gain (a gain that is a hypothesis, no such fix timed in this project, by its low end); one that cannot size its gain is placed as if its fix halved the time it accounts for
     (:data:`UNSIZED_AS`, Amdahl on its share: a place in the order, never printed), so that a compiled region
     holding 72% of the window is not put after a 1.1x remainder. Notes follow, by their share, one that frames the
     reading (:attr:`Finding.leads`) first and those that say what the trace cannot tell (:attr:`Finding.says_little`)
@@ -242,8 +242,8 @@ def rank(found: list[Finding]) -> list[Finding]:
 
     def key(f: Finding) -> tuple:
         if f.severity == Severity.ISSUE:
-            if f.gain is not None:
-                place = f.gain.speedup
+            if f.gain is not None:  # a hypothesis (no such fix timed) by its low end: a timed model's point first
+                place = f.gain.low if f.gain.hypothesis else f.gain.speedup
             elif f.share is not None:
                 place = 1 / ((1 - f.share) + f.share / UNSIZED_AS)
             else:

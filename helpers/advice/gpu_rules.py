@@ -167,11 +167,19 @@ def _pageable_copies(c: Context) -> Finding | None:
                "less, and the low end is no gain, a link the pageable copies already fill")
     names = {x.name for x in pageable}
     work = [j for j in facts.gpu_work(t) if t.group_of(j) == MEMCPY and t.name_of(j) in names]
-    f = Finding(RuleId.PAGEABLE_COPIES, "Copies to the GPU from pageable memory", Severity.ISSUE, ev,
-                "pin the batches (DataLoader(pin_memory=True), which pins in a background thread) and copy with "
-                ".to(device, non_blocking=True), so that the GPU's copy engine reads the batch straight from host "
-                "memory (no extra copy into a driver buffer first) and the CPU need not wait; pinning each tensor "
-                f"yourself costs time too ({PINNED_DOCS}; {sf.SYNC_BEHAVIOUR})")
+    advice = ("pin the batches (DataLoader(pin_memory=True), which pins in a background thread) and copy with "
+              ".to(device, non_blocking=True), so that the GPU's copy engine reads the batch straight from host "
+              "memory (no extra copy into a driver buffer first) and the CPU need not wait; pinning each tensor "
+              f"yourself costs time too ({PINNED_DOCS}; {sf.SYNC_BEHAVIOUR})")
+    kernels = [t.ts[j] for j in t.on_gpu((KERNEL,))]
+    if work and kernels and max(t.end_of(j) for j in work) <= min(kernels):
+        # every such copy ran before the first kernel (AlexNet's trace: its layers' weights, 233 MiB, then its
+        # first convolution): one-time set-up most likely, not a loop's batches
+        ev.append("all of them ran before the first kernel: most likely the model's parameters or other set-up "
+                  "moving to the GPU once, not the batches of a loop")
+        advice = ("if these are one-time copies (the model moving to the GPU), they leave a recording made after "
+                  "warm-up and need no fix; if they are a loop's batches: " + advice)
+    f = Finding(RuleId.PAGEABLE_COPIES, "Copies to the GPU from pageable memory", Severity.ISSUE, ev, advice)
     return c.claimed(f, "the copies from pageable memory, on the GPU",
                      f"the copies {ratio:.1f}x faster from pinned memory ({how})", gpu=_spans(t, work), gpu_speedup=speed)
 
