@@ -52,7 +52,7 @@ endef
 
 # Recorded mode and default answers: what CI checks, the same on every machine.
 # The two suites side by side (--output-sync prints each suite's output whole, when it ends): the notebooks' kernels
-# (nbval) on one core; on the other the unit tests in one process, the T4's simulated runs (SIMULATED_GPUS=quick, below)
+# (nbval) on one core; on the other the unit tests in one process, two simulated T4 runs (SIMULATED_GPUS=quick, below)
 # starting in its background and taking two workers once the unit tests are done (tests/conftest.py). On two cores this packs the
 # work tighter than pytest-xdist beside nbval and then the simulated GPUs (a fresh clone's make test took 6 min 28 s
 # that way, 2026-12-01).
@@ -69,9 +69,9 @@ test: $(STAMP)
 	SIMULATED_GPUS=quick $(MAKE) --no-print-directory -j2 --output-sync=target test-unit test-notebooks \
 	  UNIT_ARGS="tests $(addprefix --ignore=,$(READER_TESTS))" AFTER_NBVAL="$(READER_TESTS)"
 
-# Every notebook on every simulated GPU (tests/test_other_gpus.py): make test runs only the T4's runs of the notebooks
-# whose code depends on the GPU (SIMULATED_GPUS=quick), .ci/run all of them after it: the rest is a third run of the
-# series, about 250 CPU-seconds, which took make test past six minutes on two cores.
+# Every notebook on every simulated GPU (tests/test_other_gpus.py): make test runs only the T4's runs of notebooks 01
+# and 10 (SIMULATED_GPUS=quick: QUICK_NOTEBOOKS), .ci/run all of them after it: the rest is a third run of the series,
+# about 250 CPU-seconds, which took make test past six minutes on two cores.
 test-other-gpus: $(STAMP)
 	$(PREPARE)
 	IPYTHONDIR=$(CURDIR)/.cache/ipython PROFILING_MODE=recorded PROFILING_HEADLESS=1 HYPOTHESIS_PROFILE=ci \

@@ -14,8 +14,8 @@ simulate). Per run:
 
 What runs where, to fit ``make test`` on two cores: the T4 runs every notebook (it is where the dtype and the
 SDPA backends change). ``make test-other-gpus`` (run by ``.ci/run``) and ``make test-notebooks`` run every case;
-``make test`` only the T4's runs of the notebooks whose code depends on the GPU (``SIMULATED_GPUS=quick``), in the
-background of the unit tests (the Makefile says why). The A100 runs only the notebooks whose code depends on the
+``make test`` only the T4's runs of :data:`QUICK_NOTEBOOKS` (``SIMULATED_GPUS=quick``), in the background of the
+unit tests (the Makefile says why). The A100 runs only the notebooks whose code depends on the
 GPU, the L4 two of them
 (:data:`L4_NOTEBOOKS`)
 (:func:`depends_on_the_gpu`: the mode, the capability, the dtype, the SDPA backends, the datasheets, device
@@ -106,11 +106,13 @@ L4_NOTEBOOKS = ("09", "10")
 ALL_CASES = ([("T4", p) for p in NOTEBOOKS if p.name[:2] not in RECORDED_EVERYWHERE]
              + [("L4", p) for p in NOTEBOOKS if depends_on_the_gpu(p) and p.name[:2] in L4_NOTEBOOKS]
              + [("A100", p) for p in NOTEBOOKS if depends_on_the_gpu(p)])
-#: SIMULATED_GPUS=quick (make test): the T4 on the notebooks whose code depends on the GPU, where its fp16 and its
-#: SDPA backends change what runs; the rest (every notebook on the T4, the L4's and the A100's runs, about 250
-#: CPU-seconds) in make test-other-gpus, which .ci/run runs after make test
+#: SIMULATED_GPUS=quick (make test): the T4 on the two notebooks where it changes most: 10, whose questions and
+#: choices differ on it (the SDPA backends it lacks), and 01, which runs its own profiling loop on "cuda" in fp16;
+#: the rest (every notebook on the T4, the L4's and the A100's runs, about 250 CPU-seconds) in make
+#: test-other-gpus, which .ci/run runs after make test
+QUICK_NOTEBOOKS = ("01", "10")
 QUICK = os.environ.get("SIMULATED_GPUS", "all") == "quick"
-CASES = [(g, p) for g, p in ALL_CASES if g == "T4" and depends_on_the_gpu(p)] if QUICK else ALL_CASES
+CASES = ([(g, p) for g, p in ALL_CASES if g == "T4" and p.name[:2] in QUICK_NOTEBOOKS] if QUICK else ALL_CASES)
 
 
 @pytest.fixture(scope="session")
