@@ -43,16 +43,17 @@ def test_every_gain_on_one_ranks_trace_says_the_job_waits_for_its_slowest_rank()
     assert all("this trace is one rank of 8" in f.gain.basis for f in sized)
 
 
-def test_a_straggler_whose_recording_began_late_is_told_to_record_the_ranks_together():
-    """DLRM's rank 7 enters the first all-to-all 7.6 ms after rank 1, yet its own recording began 7.5 ms later:
-    from its window's start it is as quick as the others, so the advice is to record every rank from one step."""
+def test_a_straggler_that_reached_the_recorded_step_late_is_told_to_record_the_steps_before():
+    """DLRM's rank 7 enters the first all-to-all 7.6 ms after rank 1, yet its own recorded step began 7.5 ms later:
+    from its window's start it is as quick as the others, so what delayed it lies in the steps before, unrecorded."""
     d = diagnose_folder(_external("param_dlrm_8rank"))
     (f,) = [x for x in d.together if x.rule.value == "straggler"]
     (line,) = [e for e in f.evidence if "recorded window began" in e]
     began, entered = map(float, re.findall(r"began ([\d.]+) ms after rank 1's, and it entered its first matched "
                                            r"collective ([\d.]+) ms", line)[0])
     assert began >= 0.8 * entered and entered > 7
-    assert f.next.startswith("the ranks' recordings began apart: record every rank from the same step")
+    # every rank records ProfilerStep#10: rank 7 reached that step late, so the cause is in the steps before it
+    assert f.next.startswith("every rank records the same step (ProfilerStep#10), and rank 7 reached it late")
 
 
 def test_waits_in_a_labelled_block_are_counted_as_the_part_they_are():

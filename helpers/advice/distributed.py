@@ -155,7 +155,7 @@ def _low_overlap(rows: list[RankRow], covered: "Finding | None" = None) -> "Find
                  Severity.ISSUE, ev,
                  _overlap_advice(low, "start collectives while independent compute remains (async_op=True and "
                                  f"wait() as late as possible; DDP's gradient buckets, bucket_cap_mb: {_DDP})")
-                 + " and check that they run on their own stream")
+                 + "; check that the collectives run on a stream of their own")
     worst = max(low, key=lambda x: x.exposed_us)
     f.size(worst.exposed_us, worst.window_us, "collective time with no compute beside it", _window_of(worst))
     if f.share is not None:
@@ -233,9 +233,17 @@ def _straggler(r: Ranks) -> "Finding | None":
     started = _started_late(r, k, alone_us)
     if started:
         ev.append(started)
-        f.next = (f"the ranks' recordings began apart: record every rank from the same step (a profiler schedule "
-                    f"counted in steps, started on every rank at once), then look again; if rank {s.rank} still "
-                    "enters last, look at what it does before those collectives (its CPU side, its input)")
+        same = {x.first_step for x in r.ranks}
+        if len(same) == 1 and None not in same:  # one step on every rank: it reached that step late
+            f.next = (f"every rank records the same step ({same.pop()}), and rank {s.rank} reached it late: what "
+                      "delayed it lies in the steps before, which are not recorded; record several steps on every "
+                      "rank (a profiler schedule with more active steps) and look at what rank "
+                      f"{s.rank} does before the collectives it enters last (its CPU side, its input)")
+        else:
+            f.next = (f"the ranks' recordings began apart: record every rank from the same step (a profiler "
+                      f"schedule counted in steps, started on every rank at once), then look again; if rank "
+                      f"{s.rank} still enters last, look at what it does before those collectives (its CPU side, "
+                      "its input)")
     before = max(x.window_us for x in r.ranks)
     f.size(max(lateness, 0.0), before, f"the other ranks' wait for rank {s.rank} alone in the matched collectives"
            + (" (some of that time their other GPU work ran beside them)" if gpu else ""),
@@ -309,8 +317,8 @@ def _started_late(r: Ranks, k: int, late_us: float) -> str:
     return (f"rank {me}'s recorded window began {us(offset)} after rank {first}'s, and it entered its first matched "
             f"collective {us(late)} after rank {first}: from its own window's start it took "
             f"{us(m.starts_us[k] - r.ranks[k].start_us)} to reach that collective, against rank {first}'s "
-            f"{us(m.starts_us[j] - r.ranks[j].start_us)}; most of its lateness lies before its recording began, "
-            "where the trace cannot show what delayed it")
+            f"{us(m.starts_us[j] - r.ranks[j].start_us)}; most of its lateness lies before its recorded window "
+            "began, where the trace cannot show what delayed it")
 
 
 def diagnose_ranks(r: Ranks) -> list["Finding"]:

@@ -233,7 +233,7 @@ def why(k: Key) -> str:
             x.rule + (f" ({x.gain.how_much()})" if x.gain is not None else "") for x in others)
             if others else "; every other finding is a note")
         out.append(f"It accounts for {f.amount}, and {f.gain.words()} ({f.gain.basis}){rest}: the fix that should "
-                   "gain the most comes first.")
+                   "gain the most comes first (a gain that is a hypothesis, by its low end).")
     elif f.share is not None:
         most = all(x.share is None or x.share < f.share for x in k.findings[1:])
         out.append(f"It accounts for {f.amount}" + ("; every other finding is a note." if not others else

@@ -185,7 +185,7 @@ class Context:
                 cpu_speedup: Speedup | None = None, gpu: Spans | None = None, gpu_speedup: Speedup | None = None,
                 cpu_at_most_us: float | None = None, gain_of: str = "the step",
                 wait: Spans | None = None, floor_cut_us: float = 0.0,
-                removes: Spans | None = None) -> "Finding | None":
+                removes: Spans | None = None, uploads: bool = False) -> "Finding | None":
         """``f`` sized by the time it claims on the ledger (``cpu``: GPU idle time waiting for the CPU; ``gpu``:
         GPU busy time), with the gain its fix should bring (an issue's; ``wait``: the CPU's waits for the GPU the fix
         removes too, where the GPU was busy, less those inside what an earlier fix removes; ``removes``: the CPU's
@@ -206,14 +206,16 @@ class Context:
         if waited > 0 and self.budget.cpu_paced:  # the share counts GPU idle time; the gain counts these too
             basis += (f"; as recorded the CPU sets the pace, and it also waited {us_text(waited)} while the GPU ran other work "
                       "than the copies it waited for: the high end takes that time out of the step too, which it "
-                      "leaves only if the values can be read later rather than waited for (the trace cannot show "
-                      "whether they can; the share counts only the GPU's idle time)"
+                      + ("leaves only if the copies to the GPU need not block (from pinned memory with "
+                         "non_blocking=True) rather than wait for the queue ahead of them" if uploads else
+                         "leaves only if the values can be read later rather than waited for")
+                      + " (the trace cannot show whether they can; the share counts only the GPU's idle time)"
                       + ("; with one recorded step, whether the CPU could then run ahead into the next step this "
                          "trace cannot show: a longer recording would" if self._one_iteration() else ""))
         if f.severity == Severity.ISSUE and (cpu_speedup or gpu_speedup):
             f.gain = self.ledger.gain(basis, of=gain_of, cpu_us=total(got_cpu), cpu=cpu_speedup, gpu_us=total(got_gpu),
                                       gpu=gpu_speedup, wait_us=waited if self.budget.cpu_paced else 0.0,
-                                      floor_cut_us=floor_cut_us)
+                                      floor_cut_us=floor_cut_us, uploads=uploads)
         return f
 
 

@@ -101,8 +101,9 @@ class Gain:
                 if self.high / self.low > 1.1 else "")
         if self.of != "the step":
             if self.high / self.low > 10:  # a one-time cost's range this wide says only its low end usefully
-                return (f"without it {self.of} should be at least {times(self.low)} shorter (most of this recording "
-                        "is this one-time cost: a figure for this recording, not for a step of the loop)")
+                top = f", up to {times(self.high)} with all of it gone" if math.isfinite(self.high) else ""
+                return (f"without it {self.of} should be at least {times(self.low)} shorter{top} (most of this "
+                        "recording is this one-time cost: a figure for this recording, not for a step of the loop)")
             return f"without it {self.of} should be about {times(self.speedup)} shorter{span}"
         if self.alone_at_low():  # the fix's own gain first; its high end is the other fixes' too
             return (f"fixing this alone should make the step about {times(self.speedup)} faster; with what the other "
@@ -149,7 +150,8 @@ class Ledger:
         return free if filling or side != Side.CPU else difference(free, self.budget.filling)
 
     def gain(self, basis: str, *, of: str = "the step", cpu_us: float = 0.0, cpu: Speedup | None = None, gpu_us: float = 0.0,
-             gpu: Speedup | None = None, wait_us: float = 0.0, floor_cut_us: float = 0.0) -> Gain:
+             gpu: Speedup | None = None, wait_us: float = 0.0, floor_cut_us: float = 0.0,
+             uploads: bool = False) -> Gain:
         """The step's speedup when the CPU-side part (``cpu_us`` of idle time) gets ``cpu`` times faster and the
         GPU-side part (``gpu_us`` of busy time) ``gpu`` times faster; ``wait_us``: the CPU's waits for the GPU that the
         fix removes as well, at ``cpu``'s rate (while the GPU ran: where the CPU sets the pace, they are the step's);
@@ -172,8 +174,11 @@ class Ledger:
         saved_cpu = cpu_us * (1 - 1 / c.mid) if cpu_us else 0.0
         cpu_floor = b.cpu_work_us - saved_cpu - floor_cut_us
         high, paced = w / after(c.high, g.high, waits=True), 0.0
-        high_if = ("but if the values the CPU waits for could be read later, its waits would leave the step too: "
-                   "then this fix could give up to" if wait_us and high > 1.01 * w / after(c.high, g.high) else "")
+        # (uploads: copies to the GPU that block, pageable, behind a busy stream; nothing is read back)
+        high_if = (("but if these copies to the GPU did not block (from pinned memory with non_blocking=True), its "
+                    "waits would leave the step too: then this fix could give up to" if uploads else
+                    "but if the values the CPU waits for could be read later, its waits would leave the step too: "
+                    "then this fix could give up to") if wait_us and high > 1.01 * w / after(c.high, g.high) else "")
         # (the CPU's work less what an earlier fix removes whole, the DataLoader's spans, say: not the profiler's)
         own_cpu = total(difference(b.cpu_work, self.removed)) if self.removed else b.cpu_work_us
         if (gpu_us and b.cpu_paced and cpu_floor >= max(w - saved_cpu - saved_gpu, b.busy_us + b.queued_us - saved_gpu)

@@ -180,10 +180,13 @@ def hidden_sync(c: Context) -> Finding | None:
         parts.append(Part(k[0], k[1], c.ledger.gain(basis, cpu_us=got, cpu=Speedup.gone(low=2.0),
                                                     wait_us=waited if c.budget.cpu_paced else 0.0)))
     f.parts = parts
+    # most of the waited time in copies to the GPU (pageable uploads behind a busy stream): nothing is read back
+    up = sum(x.dur_us for x in found if x.copy and "-> Device" in x.copy and "Device ->" not in x.copy)
     return c.claimed(f, what,
                      basis,
                      cpu=difference(spans, c.budget.filling), cpu_speedup=Speedup.gone(low=2.0),
-                     wait=difference(waits, copies) if copies else waits)
+                     wait=difference(waits, copies) if copies else waits,
+                     uploads=up > 0.5 * sum(x.dur_us for x in found))
 
 
 #: a record_function block around the waits counts as the lines that read values when its median span is at most

@@ -40,7 +40,7 @@ from itertools import filterfalse
 from typing import Any
 
 from .balance import balance, collective_work
-from .steps import gpu_work, window
+from .steps import gpu_work, steps, window
 from .text import us
 from ..reader import vector
 from ..reader.spans import merged, total
@@ -118,6 +118,7 @@ class RankRow:
     collective_ops: dict[str, float] = field(default_factory=dict)
     #: the TorchRec pipeline labels its trace holds (:func:`pipeline_labels`)
     pipeline: list[str] = field(default_factory=list)
+    first_step: str | None = None  # its first recorded ProfilerStep#N, where it has one
 
     @property
     def exposed_share(self) -> float | None:
@@ -234,6 +235,7 @@ def rank_facts(trace: Trace, rank: int, shift_us: float = 0.0) -> tuple[RankRow,
     row = RankRow(
         rank=rank, path=str(trace.path), device=trace.device_name, window_us=b.window_us, start_us=lo + shift_us,
         collective_ops=dict(sorted(by_op.items(), key=lambda kv: -kv[1])), pipeline=pipeline_labels(trace),
+        first_step=next((st.name for st in steps(trace)), None),
         unrecorded_us=quiet or 0.0,
         gpu_busy_us=b.gpu_busy_us, idle_us=max(b.window_us - b.gpu_busy_us, 0.0),
         idle_pct=100.0 * b.gpu_idle_share if b.gpu_idle_share is not None else None,

@@ -459,7 +459,7 @@ def inconclusive(explanation: str, actual: Any = None, *, recorded: str | None =
     body = explanation + ("<br><i>Measure again below: your locked answer stays, and is graded once a run is "
                           "conclusive.</i>" if again else "")
     return Outcome(Status.INCONCLUSIVE, actual, rerun=again,
-                   head="<b>&#8776; Inconclusive here: the noise is as large as the effect.</b>", body=body,
+                   head="<b>&#8776; Inconclusive here: the measurement's spread reaches the line between two choices.</b>", body=body,
                    details=recorded or "", color="#777", too_few=too_few)
 
 
