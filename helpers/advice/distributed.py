@@ -38,14 +38,14 @@ STRAGGLER_MINOR = 0.10
 # --- the rules ----------------------------------------------------------------------------
 
 _DDP = "https://pytorch.org/docs/stable/notes/ddp.html"
-#: collectives that exchange data point to point (an embedding all-to-all: TorchRec's SendRecv kernels), not DDP's
-#: reductions of gradients
+#: collectives that exchange data between ranks (an embedding all-to-all, which NCCL runs as SendRecv kernels; sends
+#: and receives), not reductions such as DDP's of gradients
 _EXCHANGE = ("sendrecv", "alltoall", "alltoallv", "alltoallbase", "send", "recv")
 
 
 def _overlap_advice(rows: list[RankRow], ddp: str) -> str:
-    """How to hide these ranks' collectives: ``ddp`` (DDP's all-reduce advice) unless most of their collective time
-    is a point-to-point exchange, which DDP's buckets do not touch."""
+    """How to hide these ranks' collectives: ``ddp`` (DDP's all-reduce advice) where all-reduce is most of their
+    collective time; else an exchange's advice (DDP's buckets do not touch it), or both for a mix of kinds."""
     ops: dict[str, float] = {}
     for x in rows:
         for k, v in x.collective_ops.items():
