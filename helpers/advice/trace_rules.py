@@ -80,10 +80,10 @@ def _not_recorded(c: Context) -> Finding | None:
                     "active steps: notebook 03), so that the trace holds the steady step's GPU work")
         f.leads = True
         return f
-    quiet = unrecorded_us(t)
-    w = c.budget.window_us
-    if not work and not launches and quiet is not None and w > 0 and quiet >= UNRECORDED_SHARE * w:
-        return _unrecorded(c, quiet)
+    if not work and not launches:  # a CPU-only trace: how much of it the profiler did not see
+        quiet, w = unrecorded_us(t), c.budget.window_us
+        if quiet is not None and w > 0 and quiet >= UNRECORDED_SHARE * w:
+            return _unrecorded(c, quiet)
     if work and not t.indices((CPU_OP,)):
         return Finding(RuleId.NOT_RECORDED, "CPU activity not recorded: GPU work, but no ATen op on the CPU",
                        Severity.NOTE,
