@@ -117,3 +117,12 @@ def test_the_generic_cpu_side_gain_is_a_hypothesis_ranked_by_its_low_end():
     cpu = next(f for f in found if f.rule.value == "cpu-bound")
     assert cpu.gain.hypothesis and cpu.gain.words().startswith("as a hypothesis")
     assert found[0].rule.value == "unfused-optimizer" and cpu.gain.speedup > found[0].gain.speedup > cpu.gain.low
+
+
+def test_a_gpu_idle_mid_run_with_work_queued_is_not_said_to_have_started_late():
+    """HTA's sampled rank: its longest queued stretch (58.86 ms) sits mid-run, before a collective launched long
+    before; vLLM's graphs really start late (the GPU's first work 151 ms in). The titles say which."""
+    sampled = _by_rule(_external("hta_trace_filter/sampled_rank-0.json.gz"))["gpu-behind"]
+    vllm = _by_rule(_external("tracelens_vllm_piecewise_graph_execution.json.gz"))["gpu-behind"]
+    assert sampled.title.startswith("The GPU idle with its next work queued")
+    assert vllm.title.startswith("The GPU started late")

@@ -162,7 +162,11 @@ def _gpu_behind(c: Context) -> Finding | None:
                   "stream-event call (cudaEventRecord, cudaStreamWaitEvent), which PyTorch's NCCL backend makes to "
                   "order its streams: the trace was likely filtered by a tool, and a wait of one stream for another "
                   "would look like this idle without showing as one")
-    f = Finding(RuleId.GPU_BEHIND, "The GPU started late: work queued, not waiting for the CPU", Severity.NOTE, ev,
+    # "started late" only where the longest such stretch ends at the GPU's first work (vLLM's graphs); elsewhere
+    # (HTA's sampled rank: mid-run stretches before collectives) the GPU was idle with work queued
+    late = bool(work) and e <= t.ts[work[0]] + 1e-6
+    f = Finding(RuleId.GPU_BEHIND, ("The GPU started late: work queued, not waiting for the CPU" if late else
+                                    "The GPU idle with its next work queued: not waiting for the CPU"), Severity.NOTE, ev,
                 "this idle time is not the CPU's: the GPU was behind something the trace does not show as work (a "
                 "dependency on another stream or event, a graph's set-up, the recording starting before the GPU was "
                 "free); look at what ran on the GPU before the recording, and at stream and event waits")
