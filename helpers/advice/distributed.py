@@ -200,10 +200,10 @@ def _straggler(r: Ranks) -> "Finding | None":
                   "is inside it at once); left out as without a partner in the other recordings: "
                   + ", ".join(f"rank {k}: {v}" for k, v in sorted(left.items()))
                   + " (a sampled or filtered trace, or recordings that started apart)")
-    for x in r.ranks:
-        if x.rank != s.rank and x.wait_us is not None:
-            ev.append(f"rank {x.rank} waited {us(x.wait_us)} in all inside the matched collectives (overlapping "
-                      f"waits counted once); rank {s.rank} {us(me.wait_us)}")
+    waited = [f"rank {x.rank} {us(x.wait_us)}" for x in r.ranks if x.rank != s.rank and x.wait_us is not None]
+    if waited:  # one line: each other rank's wait, then the straggler's own once (review 34ff)
+        ev.append("waited in all inside the matched collectives (overlapping waits counted once): "
+                  + ", ".join(waited) + f"; rank {s.rank} itself {us(me.wait_us)}")
     others = [x.compute_us for x in r.ranks if x.rank != s.rank]
     if any(x.compute_us > 0 for x in r.ranks):
         ev.append(f"compute (GPU work other than collectives): rank {s.rank} {us(me.compute_us)}, the others "
