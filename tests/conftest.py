@@ -79,6 +79,11 @@ def diagnosed(path: str) -> list:
     return diagnose(read_trace(path))
 
 
+def findings_by_rule(path) -> dict:
+    """``diagnosed(path)``'s findings by rule id ("hidden-sync": its finding)."""
+    return {f.rule.value: f for f in diagnosed(str(path))}
+
+
 def raw_events(path: Path) -> list[dict]:
     doc = raw_doc(path)
     return doc["traceEvents"] if isinstance(doc, dict) else doc

@@ -1,4 +1,4 @@
-"""What review rounds aa and bb of diagnose's words found, each pinned on the trace that showed it.
+"""What review rounds aa to ff of diagnose's words found, each pinned on the trace that showed it.
 
 Traces nobody here wrote are read from ``../shared/external-traces`` and skipped with a reason where absent.
 """
@@ -7,22 +7,9 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
-from conftest import EXTERNAL, ROOT, diagnosed
+from conftest import ROOT, diagnosed, ext, findings_by_rule
 from helpers.advice.diagnose import diagnose_folder
 from helpers.advice.ledger import Gain
-
-
-def _external(name: str):
-    path = EXTERNAL / name
-    if not path.exists():
-        pytest.skip(f"{path} absent: traces written by others are not in the repo")
-    return path
-
-
-def _by_rule(path) -> dict:
-    return {f.rule.value: f for f in diagnosed(str(path))}
 
 
 def test_a_point_figure_at_an_end_of_its_range_is_said_as_the_range():
@@ -36,7 +23,7 @@ def test_a_point_figure_at_an_end_of_its_range_is_said_as_the_range():
 def test_every_gain_on_one_ranks_trace_says_the_job_waits_for_its_slowest_rank():
     """DLRM's worker 0 waits in its collectives for later ranks: its communication-bound and input-bound gains
     would only move that wait, so their basis says the job's step shortens only as far as the slowest rank's."""
-    worker0 = next(_external("param_dlrm_8rank").glob("worker0*"))
+    worker0 = next(ext("param_dlrm_8rank").glob("worker0*"))
     found = diagnosed(str(worker0))
     sized = [f for f in found if f.gain is not None]
     assert {"communication-bound", "input-bound"} <= {f.rule.value for f in sized}
@@ -46,7 +33,7 @@ def test_every_gain_on_one_ranks_trace_says_the_job_waits_for_its_slowest_rank()
 def test_a_straggler_that_reached_the_recorded_step_late_is_told_to_record_the_steps_before():
     """DLRM's rank 7 enters the first all-to-all 7.6 ms after rank 1, yet its own recorded step began 7.5 ms later:
     from its window's start it is as quick as the others, so what delayed it lies in the steps before, unrecorded."""
-    d = diagnose_folder(_external("param_dlrm_8rank"))
+    d = diagnose_folder(ext("param_dlrm_8rank"))
     (f,) = [x for x in d.together if x.rule.value == "straggler"]
     (line,) = [e for e in f.evidence if "recorded window began" in e]
     began, entered = map(float, re.findall(r"began ([\d.]+) ms after rank 1's, and it entered its first matched "
@@ -59,7 +46,7 @@ def test_a_straggler_that_reached_the_recorded_step_late_is_told_to_record_the_s
 def test_waits_in_a_labelled_block_are_counted_as_the_part_they_are():
     """trace_diff's rank: 6 of its 60 waits sit in '## permute_id_list_features ##', the rest in TorchRec's own
     exchanges; the evidence says how many, not that the waits sit there."""
-    f = _by_rule(_external("hta_trace_diff_control_control.json.gz"))["hidden-sync"]
+    f = findings_by_rule(ext("hta_trace_diff_control_control.json.gz"))["hidden-sync"]
     (line,) = [e for e in f.evidence if "record_function block" in e]
     assert line.startswith("6 of the 60 waits (")
 
@@ -68,7 +55,7 @@ def test_an_all_to_all_is_not_told_to_tune_ddp_buckets():
     """trace_diff's exposed collectives are mostly an embedding all-to-all, in a loop TorchRec pipelines already (its
     labels are in the trace): the advice says so, not DDP's bucket_cap_mb; an all-reduce job (the H200 pair) keeps
     DDP's advice."""
-    f = _by_rule(_external("hta_trace_diff_control_control.json.gz"))["low-overlap"]
+    f = findings_by_rule(ext("hta_trace_diff_control_control.json.gz"))["low-overlap"]
     assert "exchanges data between ranks (all-to-all, send and receive: alltoall" in f.next
     assert "bucket_cap_mb" not in f.next and "pipelined training loop's own" in f.next  # TorchRec's labels are there
     manual = diagnose_folder(ROOT / "traces/ranks/h200x2-manual").together
@@ -77,14 +64,14 @@ def test_an_all_to_all_is_not_told_to_tune_ddp_buckets():
 
 def test_compiled_code_is_not_told_to_compile():
     """xDiT's step is inside a Torch-Compiled Region already: the CPU-side advice is CUDA graphs, not fusing."""
-    f = _by_rule(_external("tracelens_xdit_sd35_rank0.json.gz"))["cpu-bound"]
+    f = findings_by_rule(ext("tracelens_xdit_sd35_rank0.json.gz"))["cpu-bound"]
     assert f.next.startswith("the step runs compiled code already") and "mode='reduce-overhead'" in f.next
 
 
 def test_inside_collectives_gives_its_share_in_the_title():
     """The title says the share of the window in collectives (57% on DLRM's worker 1), which the threshold
     guarantees is over half; the bracketed share is the part with nothing beside it."""
-    worker1 = next(_external("param_dlrm_8rank").glob("worker1*"))
+    worker1 = next(ext("param_dlrm_8rank").glob("worker1*"))
     f = diagnosed(str(worker1))[0]
     assert f.rule.value == "inside-collectives"
     share = int(re.search(r"Inside collectives: (\d+)% of this rank's window", f.title).group(1))
@@ -104,7 +91,7 @@ def test_a_cpu_only_rank_with_most_of_its_window_unrecorded_is_told_so():
 def test_copies_that_all_ran_before_the_first_kernel_are_called_set_up():
     """AlexNet's 16 pageable copies (its layers' weights, 233 MiB) all end before its first kernel: most likely the
     model moving to the GPU once, which the advice says before telling a loop to pin its batches."""
-    f = _by_rule(_external("hta_critical_path_alexnet_benchmark_result_2869224_1695835535_trace.json.gz"))[
+    f = findings_by_rule(ext("hta_critical_path_alexnet_benchmark_result_2869224_1695835535_trace.json.gz"))[
         "pageable-copies"]
     assert any(e.startswith("all of them ran before the first kernel") for e in f.evidence)
     assert f.next.startswith("if these are one-time copies")
@@ -122,7 +109,7 @@ def test_the_generic_cpu_side_gain_is_a_hypothesis_ranked_by_its_low_end():
 def test_a_gpu_idle_mid_run_with_work_queued_is_not_said_to_have_started_late():
     """HTA's sampled rank: its longest queued stretch (58.86 ms) sits mid-run, before a collective launched long
     before; vLLM's graphs really start late (the GPU's first work 151 ms in). The titles say which."""
-    sampled = _by_rule(_external("hta_trace_filter/sampled_rank-0.json.gz"))["gpu-behind"]
-    vllm = _by_rule(_external("tracelens_vllm_piecewise_graph_execution.json.gz"))["gpu-behind"]
+    sampled = findings_by_rule(ext("hta_trace_filter/sampled_rank-0.json.gz"))["gpu-behind"]
+    vllm = findings_by_rule(ext("tracelens_vllm_piecewise_graph_execution.json.gz"))["gpu-behind"]
     assert sampled.title.startswith("The GPU idle with its next work queued")
     assert vllm.title.startswith("The GPU started late")

@@ -5,9 +5,7 @@ Traces nobody here wrote are read from ``../shared/external-traces`` and skipped
 
 from __future__ import annotations
 
-import pytest
-
-from conftest import EXTERNAL, ROOT, diagnosed
+from conftest import ROOT, diagnosed, ext, findings_by_rule
 from helpers.advice.distributed import diagnose_ranks
 from helpers.advice.ledger import Gain
 from helpers.facts.ranks import read_ranks
@@ -15,21 +13,10 @@ from helpers.facts import step_facts
 from helpers.reader.trace import read_trace
 
 
-def _external(name: str):
-    path = EXTERNAL / name
-    if not path.exists():
-        pytest.skip(f"{path} absent: traces written by others are not in the repo")
-    return path
-
-
-def _by_rule(path) -> dict:
-    return {f.rule.value: f for f in diagnosed(str(path))}
-
-
 def test_two_kinds_of_launch_get_no_median_share_and_are_timed_apart():
     """vLLM's attention kernel alternates about 133 and 297 us: the median between them describes neither, so the
     note claims no share beyond it, gives each kind's median, and says to time the kinds apart."""
-    f = _by_rule(_external("tracelens_vllm_piecewise_graph_execution.json.gz"))["kernel-variance"]
+    f = findings_by_rule(ext("tracelens_vllm_piecewise_graph_execution.json.gz"))["kernel-variance"]
     assert f.share is None
     assert "short ones' median" in f.evidence[1] and "long ones'" in f.evidence[1]
     assert f.next.startswith("time the long and the short launches apart")
@@ -38,7 +25,7 @@ def test_two_kinds_of_launch_get_no_median_share_and_are_timed_apart():
 def test_a_gpu_running_queued_work_back_to_back_leads_as_gpu_bound():
     """vLLM's CPU events end before the GPU starts, then the GPU is busy to the end: GPU-bound comes first, said
     from the GPU's first work on, not over the whole window."""
-    found = diagnosed(str(_external("tracelens_vllm_piecewise_graph_execution.json.gz")))
+    found = diagnosed(str(ext("tracelens_vllm_piecewise_graph_execution.json.gz")))
     assert found[0].rule.value == "gpu-bound"
     assert found[0].evidence[0].startswith("from its first work on, the GPU ran back to back")
 
@@ -46,13 +33,13 @@ def test_a_gpu_running_queued_work_back_to_back_leads_as_gpu_bound():
 def test_a_copy_from_pageable_memory_to_an_idle_gpu_is_not_a_wait():
     """sampled_rank-0 has no synchronize call; its small copies to the GPU began when the GPU had no earlier work
     left, so they waited for nothing: only the copies to the host (which return once done) are waits."""
-    t = read_trace(_external("hta_trace_filter/sampled_rank-0.json.gz"))
+    t = read_trace(ext("hta_trace_filter/sampled_rank-0.json.gz"))
     waits = step_facts.hidden_syncs(t)
     assert waits and all("Pageable -> Device" not in (w.copy or "") for w in waits)
 
 
 def test_a_filtered_trace_without_stream_events_is_said_to_be_one():
-    found = _by_rule(_external("hta_trace_filter/sampled_rank-0.json.gz"))
+    found = findings_by_rule(ext("hta_trace_filter/sampled_rank-0.json.gz"))
     assert any("no stream-event call" in e for e in found["gpu-behind"].evidence)
     assert "sdd_" in "".join(found["hidden-sync"].evidence)  # TorchRec's sparse-data-dist steps: the library's
     assert "from Python data" not in "".join(found["hidden-sync"].evidence)
@@ -69,8 +56,8 @@ def test_time_with_no_op_recorded_is_a_clue_only_where_the_straggler_has_more_of
 
 
 def test_a_rank_inside_its_collectives_still_says_how_long_its_gpu_waited_for_the_cpu():
-    path = next(_external("param_dlrm_8rank").glob("worker1*"))
-    f = _by_rule(path)["inside-collectives"]
+    path = next(ext("param_dlrm_8rank").glob("worker1*"))
+    f = findings_by_rule(path)["inside-collectives"]
     assert any(e.startswith("the GPU also waited for the CPU") for e in f.evidence)
 
 
