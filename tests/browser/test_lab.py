@@ -230,7 +230,7 @@ def _predict_then_reveal_and_perfetto(page, lab, screenshots: Path) -> None:
     expect(panel.get_by_text("lock in your prediction for 01.gpu-work")).to_have_count(0)
 
     # The scoreboard at the end ran under Run All before any answer: it redrew itself as the answers locked.
-    expect(panel.get_by_text(re.compile(r"Your predictions so far: \d+ of 2 held"))).to_be_visible()
+    expect(panel.get_by_text(re.compile(r"Your predictions so far: \d+ of the 2 graded held"))).to_be_visible()
     expect(panel.get_by_text("No predictions recorded yet")).to_have_count(0)
 
     _a_locked_answer_stays_locked(page, panel, cells, first, lab)
