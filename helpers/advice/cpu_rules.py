@@ -472,6 +472,7 @@ def _cpu_bound(c: Context) -> Finding | None:
                      f"to {us(own_us / pieces)} for each of the {pieces:,} pieces of GPU work (kernels, copies, "
                      "fills)" if pieces and own_us > 0 else ""))
     phase = graph_phase(c)
+    cold = False
     if phase == "capture":
         advice = ("this trace records CUDA-graph capture (see graph-capture): read a trace of the replays for the "
                   "steady step's CPU time")
@@ -489,7 +490,8 @@ def _cpu_bound(c: Context) -> Finding | None:
         advice = ("give each launch more work (larger batches or tensors), launch fewer kernels (fuse ops with "
                   "torch.compile, CUDA graphs: they pay off only where they replace many launches, since a compiled "
                   "call has a CPU cost of its own, which notebook 08 measures), and keep Python out of the hot loop")
-        if set_up_calls(t, b):
+        cold = bool(set_up_calls(t, b))
+        if cold:
             # a recording held by one-time set-up: what is left between launches may be set-up too (weights
             # initialised, memory reserved), not a steady loop's launch cost
             advice = ("first record after warm-up (see long-call): this recording holds one-time set-up calls, and "
@@ -516,8 +518,11 @@ def _cpu_bound(c: Context) -> Finding | None:
         # that runs one kernel and then goes on in Python): no gap between two pieces of work shows the pace
         ev.remove(gap_rule)  # (no gap between two pieces of work here)
         ev[0] = (f"the GPU waited {us(b.waiting_for_cpu_us)} of the {us(b.window_us)} window "
-                 f"({b.share(b.waiting_for_cpu_us):.0%}) after its last work, until the CPU's last event: no gap "
-                 "comes between two pieces of GPU work, so this trace cannot say whose pace a loop of it would have")
+                 f"({b.share(b.waiting_for_cpu_us):.0%}) after its last work, until the CPU's last event"
+                 + (f" (the other findings here explain {us(claimed)} of it, and the remaining {us(total(left))} "
+                    "are this finding's)" if claimed > 0.01 * b.window_us else "")
+                 + ": no gap comes between two pieces of GPU work, so this trace cannot say whose pace a loop of it "
+                 "would have")
         title = "After the GPU's last work the CPU runs on: no gap between two pieces of GPU work to read"
         severity, speedup = Severity.NOTE, None
         advice = ("record several iterations of the loop (torch.profiler.schedule with warmup and active steps: "
@@ -533,6 +538,13 @@ def _cpu_bound(c: Context) -> Finding | None:
                      "fusing them or a CUDA graph removes a launch or two, while a compiled call has a CPU cost of "
                      "its own, so") + " no gain is sized here; what such a step can take is more work per launch "
                   "(a larger batch or tensors)")
+    if speedup is not None and cold:
+        # a cold recording's CPU work between launches is no steady step's (the AMD minitoy's first steps): no
+        # gain is sized on it (review 34ff)
+        speedup = None
+        ev.append("this recording holds one-time set-up calls (see long-call), so its CPU work between launches may "
+                  "be set-up too rather than a steady step's: no gain is sized here; a recording made after "
+                  "warm-up can size it")
     basis = ("if a fix halved the CPU's work between launches (how much fusion, CUDA graphs or larger batches "
              f"remove depends on the model); the low end: that work {OVERHEAD.low:g}x faster (a fifth of it gone); "
              "at best all the GPU idle it claims goes, and the rest of the window stays")

@@ -134,7 +134,7 @@ def first_line(findings: list[Finding], with_gain: bool = True) -> str:
     if not findings:
         return "No rule of the cheat sheet applies to this trace."
     f = findings[0]
-    gain = f"; {f.gain.words()}" if with_gain and f.gain is not None and f.severity == Severity.ISSUE else ""
+    gain = f"; {f.gain.words(brief=True)}" if with_gain and f.gain is not None and f.severity == Severity.ISSUE else ""
     return f"Look first at: {f.title}" + (f" ({f.amount}{gain})" if f.amount else "") + "."
 
 

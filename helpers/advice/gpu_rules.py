@@ -251,7 +251,7 @@ def _variance(c: Context) -> Finding | None:
                 continue
             med = statistics.median(durs)
             # a couple of microseconds is the clock's grain in traces stamped in whole microseconds, not variance
-            if med < 5 or max(durs) <= 1.1 * med or max(durs) - med < 2:
+            if med < 5 or max(durs) < VARIANCE_FROM * med or max(durs) - med < 2:
                 continue
             spread = max(durs) / med - 1
             if worst is None or spread > worst[0]:
@@ -313,6 +313,11 @@ def _variance(c: Context) -> Finding | None:
                 "on the GPU")
     slow = [(t.ts[j] + med, t.end_of(j)) for j in members if t.dur[j] > med]
     return c.claimed(f, "the slower launches' time beyond the median", gpu=merged(slow))
+
+
+#: the slowest launch at least this many times the median: below it, alike launches' spread is a GPU's ordinary
+#: jitter (HTA's H100 owlv2 trace: 120 softmax launches within +10%), not a variance worth a finding
+VARIANCE_FROM = 1.2
 
 
 def _memory_spike(c: Context) -> Finding | None:

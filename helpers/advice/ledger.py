@@ -85,10 +85,11 @@ class Gain:
             return f"about {times(self.speedup)} alone, up to {times(self.high)} with the other fixes' gains"
         return f"{times(self.low)} to {times(self.high)}" if self.at_an_end() else f"about {times(self.speedup)}"
 
-    def words(self) -> str:
-        """'fixing this should make the step about 2.1x faster (1.4x to 3.0x)'."""
+    def words(self, brief: bool = False) -> str:
+        """'fixing this should make the step about 2.1x faster (1.4x to 3.0x)' (``brief``: for a one-line summary,
+        a one-time cost's far high end left to the finding's own lines)."""
         if self.hypothesis:
-            return "as a hypothesis, " + replace(self, hypothesis=False).words()
+            return "as a hypothesis, " + replace(self, hypothesis=False).words(brief)
         if self.speedup < 1.05 and self.high < 1.05:
             return f"by this trace, fixing this alone should change {self.of} little (under 5%)"
         if self.speedup < 1.05:  # little as recorded, more where the other side would set the pace (the high end)
@@ -101,7 +102,7 @@ class Gain:
                 if self.high / self.low > 1.1 else "")
         if self.of != "the step":
             if self.high / self.low > 10:  # a one-time cost's range this wide says only its low end usefully
-                top = f", up to {times(self.high)} with all of it gone" if math.isfinite(self.high) else ""
+                top = f", up to {times(self.high)} with all of it gone" if math.isfinite(self.high) and not brief else ""
                 return (f"without it {self.of} should be at least {times(self.low)} shorter{top} (most of this "
                         "recording is this one-time cost: a figure for this recording, not for a step of the loop)")
             return f"without it {self.of} should be about {times(self.speedup)} shorter{span}"

@@ -44,6 +44,12 @@ def library_exchange(annotation: str | None) -> bool:
     return bool(annotation) and _LIBRARY_EXCHANGE.search(annotation) is not None
 
 
+def library_own(s: sf.Sync) -> bool:
+    """Whether a wait is a library's own: inside its collective exchange (its label), or with no ATen op around it
+    under DistributedDataParallel's label (DDP's own C++ code waits there: HTA's NCCL trace's cudaEventSynchronize)."""
+    return library_exchange(s.annotation) or (s.op is None and (s.annotation or "").startswith("DistributedDataParallel"))
+
+
 def _group_text(group: list[sf.Sync], idle_us: float) -> str:
     s = group[0]
     what = s.cause_op or s.op or s.calls[-1]
@@ -58,6 +64,9 @@ def _group_text(group: list[sf.Sync], idle_us: float) -> str:
     usual = f" (usually {s.cause})" if s.cause else ""
     if library_exchange(s.annotation):
         usual = " (inside a distributed library's own exchange, as its label says: the library waits here, not a line of yours)"
+    elif library_own(s):
+        usual = (" (no ATen op around them, under DistributedDataParallel's label: its own code waits here, not a "
+                 "line of yours)")
     return (f"{len(group)} x {what}{where}: {' + '.join(s.calls)}{copy}, {us(waited)} in all (the longest "
             f"{us(longest)}); the GPU idle {us(idle_us)} in and after them, waiting for the CPU{usual}")
 
@@ -109,7 +118,8 @@ def hidden_sync(c: Context) -> Finding | None:
     tips: list[str] = []
     piped = pipeline_labels(c.trace)
 
-    def tip(s: sf.Sync) -> str | None:
+    def tip(g: list[sf.Sync]) -> str | None:
+        s = g[0]
         if library_exchange(s.annotation):
             if piped:
                 return (f"the waits in a library's exchange (its '## ... ##' labels) are the library's, and this "
@@ -129,16 +139,25 @@ def hidden_sync(c: Context) -> Finding | None:
         if s.copy and sf._host_memory(s.copy) is not None:
             return ("copy to the GPU from pinned memory with .to(device, non_blocking=True); make constants such as "
                     "torch.tensor(list, device=...) once, before the loop")
+        if library_own(s):
+            return ("the waits with no ATen op around them under DistributedDataParallel's label are DDP's own, not "
+                    "a line of yours")
+        if s.copy and sf._is_to_host(s.copy) and len(g) <= max(len(c.summary.steps), 1):
+            # one copy back a step (a generated image, a step's result): it cannot be made rarer, only not waited for
+            return ("one copy to the CPU a step (most likely the step's result, which has to come back): copied into pinned memory with "
+                    "non_blocking=True and read after a later synchronize, it lets the CPU launch the next step's "
+                    "work first")
         if s.copy and sf._is_to_host(s.copy):
             return ("copy results to the CPU less often, or into pinned memory with non_blocking=True and read them "
                     "after a later synchronize")
         return None
     for k in ordered:
-        t_ = tip(groups[k][0])
+        t_ = tip(groups[k])
         if t_ is not None and t_ not in tips:
             tips.append(t_)
-    tips.append(f"torch.cuda.set_sync_debug_mode('warn') names each line that synchronizes ({SYNC_DEBUG}; "
-                f"when a copy call waits: {sf.SYNC_BEHAVIOUR})")
+    if not all(library_own(x) for x in found):  # (a library's own waits are no line of the user's to name)
+        tips.append(f"torch.cuda.set_sync_debug_mode('warn') names each line that synchronizes ({SYNC_DEBUG}; "
+                    f"when a copy call waits: {sf.SYNC_BEHAVIOUR})")
     where = " inside the step" if c.summary.steps else ""  # no steps: no step to say it is in
     f = Finding(RuleId.HIDDEN_SYNC, f"Hidden synchronizations: the CPU waits for the GPU{where}", Severity.ISSUE, ev,
                 "; ".join(tips))
