@@ -1,6 +1,6 @@
 """Our rank comparison against Holistic Trace Analysis, on the same folders of rank traces.
 
-    .venv/bin/pip install -e '.[bench]'
+    .venv/bin/pip install -e '.[bench]' --config-settings editable_mode=compat
     .venv/bin/python benchmarks/bench_ranks.py              # every folder, 3 runs a side
     .venv/bin/python benchmarks/bench_ranks.py --runs 1 FOLDER...
 
@@ -196,7 +196,8 @@ def main() -> int:
 
         hta_version = version("HolisticTraceAnalysis")
     except Exception:
-        print("HTA is not installed: .venv/bin/pip install -e '.[bench]'", file=sys.stderr)
+        print("HTA is not installed: .venv/bin/pip install -e '.[bench]' --config-settings editable_mode=compat",
+              file=sys.stderr)
         return 1
     folders = [f for f in (a.folders or FOLDERS) if f.is_dir()]
     missing = [f for f in (a.folders or FOLDERS) if not f.is_dir()]

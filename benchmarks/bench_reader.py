@@ -1,6 +1,6 @@
 """Our trace reader against Holistic Trace Analysis and plain JSON parsers, on the same files.
 
-    .venv/bin/pip install -e '.[bench]'
+    .venv/bin/pip install -e '.[bench]' --config-settings editable_mode=compat
     .venv/bin/python benchmarks/bench_reader.py            # every file, every side
     .venv/bin/python benchmarks/bench_reader.py --quick    # the 35 MB files only
 
@@ -337,7 +337,8 @@ def main() -> int:
             except ImportError:
                 missing.append(module)
     if missing:
-        print(f"not installed: {', '.join(missing)}: .venv/bin/pip install -e '.[bench]'", file=sys.stderr)
+        print(f"not installed: {', '.join(missing)}: .venv/bin/pip install -e '.[bench]' "
+              "--config-settings editable_mode=compat", file=sys.stderr)
         return 1
     from importlib.metadata import version
 

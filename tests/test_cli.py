@@ -53,3 +53,21 @@ def test_the_command_line_does_not_import_torch(h200):
             % str(h200 / "64_bf16_cold_eager.json"))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.stdout.strip().splitlines()[-1] == "False False False"
+
+
+def test_the_whole_output_arrives_and_a_closed_pipe_is_no_error(h200):
+    """The command leaves without tearing down the interpreter (os._exit): what it printed must still all arrive,
+    through a pipe too, and a reader that stops early (`| head -1`) must cost no traceback."""
+    path = h200 / "block8x256x512_bf16_warm_eager.json"
+    whole = cli("diagnose", path)
+    assert whole.returncode == 0 and whole.stdout.endswith("\n")
+    from helpers.advice.diagnose import diagnose, text
+    from helpers.reader.trace import read_trace
+
+    assert whole.stdout == text(diagnose(read_trace(path))) + "\n"
+    p = subprocess.Popen([sys.executable, "-m", "helpers", "summarize", str(path)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, cwd=ROOT)
+    first = p.stdout.readline()
+    p.stdout.close()  # as `head -1` does
+    err = p.stderr.read()
+    assert p.wait(timeout=60) == 0 and first.startswith(b"trace: ") and err == b"", err
